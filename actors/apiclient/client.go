@@ -1,0 +1,285 @@
+// Package apiclient is how Skiff's actors and CLI talk to the apiserver: over NATS
+// request/reply inside the cluster, over HTTP from outside, with the same paths and bodies.
+package apiclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/skiff-sh/skiff/actors/apiserver"
+	"github.com/skiff-sh/skiff/bus/rpc"
+	"github.com/skiff-sh/skiff/schemas"
+)
+
+// Transport carries one API request.
+type Transport interface {
+	Do(ctx context.Context, req apiserver.WireRequest) (apiserver.WireResponse, error)
+}
+
+// NATS sends requests to the apiserver actor over NATS request/reply.
+type NATS struct{ Conn *nats.Conn }
+
+func (t NATS) Do(ctx context.Context, req apiserver.WireRequest) (apiserver.WireResponse, error) {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return apiserver.WireResponse{}, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	out, _, err := rpc.Call(ctx, t.Conn, apiserver.Subject, data, nil)
+	if err != nil {
+		return apiserver.WireResponse{}, err
+	}
+	var resp apiserver.WireResponse
+	err = json.Unmarshal(out, &resp)
+	return resp, err
+}
+
+// HTTP sends requests to the apiserver's HTTP endpoint.
+type HTTP struct {
+	Server string // e.g. http://127.0.0.1:6443
+	Client *http.Client
+	Token  string
+}
+
+func (t HTTP) client() *http.Client {
+	if t.Client != nil {
+		return t.Client
+	}
+	return http.DefaultClient
+}
+
+func (t HTTP) newRequest(ctx context.Context, req apiserver.WireRequest) (*http.Request, error) {
+	r, err := http.NewRequestWithContext(ctx, req.Method, strings.TrimRight(t.Server, "/")+req.Path, bytes.NewReader(req.Body))
+	if err != nil {
+		return nil, err
+	}
+	if req.ContentType != "" {
+		r.Header.Set("Content-Type", req.ContentType)
+	}
+	if t.Token != "" {
+		r.Header.Set("Authorization", "Bearer "+t.Token)
+	}
+	return r, nil
+}
+
+func (t HTTP) Do(ctx context.Context, req apiserver.WireRequest) (apiserver.WireResponse, error) {
+	r, err := t.newRequest(ctx, req)
+	if err != nil {
+		return apiserver.WireResponse{}, err
+	}
+	resp, err := t.client().Do(r)
+	if err != nil {
+		return apiserver.WireResponse{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return apiserver.WireResponse{Code: resp.StatusCode, Body: body}, err
+}
+
+// Stream opens a long-lived GET (watch) and returns its body; accept sets the Accept header.
+func (t HTTP) Stream(ctx context.Context, path, accept string) (io.ReadCloser, error) {
+	r, err := t.newRequest(ctx, apiserver.WireRequest{Method: http.MethodGet, Path: path})
+	if err != nil {
+		return nil, err
+	}
+	if accept != "" {
+		r.Header.Set("Accept", accept)
+	}
+	resp, err := t.client().Do(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return nil, decodeError(resp.StatusCode, body)
+	}
+	return resp.Body, nil
+}
+
+// Client is a typed API client over any Transport.
+type Client struct{ T Transport }
+
+// Path builds the REST path of a kind's collection or object (and subresource).
+func Path(k *schemas.Kind, namespace, name, sub string) string {
+	var b strings.Builder
+	if k.GVK.Group == "" {
+		b.WriteString("/api/" + k.GVK.Version)
+	} else {
+		b.WriteString("/apis/" + k.GVK.Group + "/" + k.GVK.Version)
+	}
+	if k.Namespaced && namespace != "" {
+		b.WriteString("/namespaces/" + url.PathEscape(namespace))
+	}
+	b.WriteString("/" + k.Resource)
+	if name != "" {
+		b.WriteString("/" + url.PathEscape(name))
+	}
+	if sub != "" {
+		b.WriteString("/" + sub)
+	}
+	return b.String()
+}
+
+// Raw performs one request and returns the body of a 2xx answer, or the API error.
+func (c *Client) Raw(ctx context.Context, method, path, contentType string, body []byte) ([]byte, error) {
+	resp, err := c.T.Do(ctx, apiserver.WireRequest{Method: method, Path: path, ContentType: contentType, Body: body})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Code < 200 || resp.Code > 299 {
+		return nil, decodeError(resp.Code, resp.Body)
+	}
+	return resp.Body, nil
+}
+
+func decodeError(code int, body []byte) error {
+	var st metav1.Status
+	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
+		return &apierrors.StatusError{ErrStatus: st}
+	}
+	return apierrors.NewGenericServerResponse(code, "", schema.GroupResource{}, "", strings.TrimSpace(string(body)), 0, false)
+}
+
+func (c *Client) object(ctx context.Context, k *schemas.Kind, method, path, contentType string, body []byte) (runtime.Object, error) {
+	out, err := c.Raw(ctx, method, path, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	obj := k.New()
+	if err := json.Unmarshal(out, obj); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", k.GVK.Kind, err)
+	}
+	return obj, nil
+}
+
+func kindOf(obj runtime.Object) (*schemas.Kind, error) {
+	k, ok := schemas.ByGVK(obj.GetObjectKind().GroupVersionKind())
+	if !ok {
+		// Typed objects often travel without TypeMeta: look the Go type up in the scheme.
+		gvks, _, err := schemas.Scheme.ObjectKinds(obj)
+		if err != nil || len(gvks) == 0 {
+			return nil, fmt.Errorf("unknown kind for %T", obj)
+		}
+		if k, ok = schemas.ByGVK(gvks[0]); !ok {
+			return nil, fmt.Errorf("kind %s is not served", gvks[0])
+		}
+	}
+	return k, nil
+}
+
+func metaOf(obj runtime.Object) metav1.Object {
+	m, _ := obj.(metav1.Object)
+	return m
+}
+
+// Get reads one object.
+func (c *Client) Get(ctx context.Context, k *schemas.Kind, namespace, name string) (runtime.Object, error) {
+	return c.object(ctx, k, http.MethodGet, Path(k, namespace, name, ""), "", nil)
+}
+
+// Create writes a new object.
+func (c *Client) Create(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	return c.write(ctx, http.MethodPost, obj, false, "")
+}
+
+// Update replaces an object; with its resourceVersion set, a stale write is a 409.
+func (c *Client) Update(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	return c.write(ctx, http.MethodPut, obj, true, "")
+}
+
+// UpdateStatus replaces an object's status.
+func (c *Client) UpdateStatus(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
+	return c.write(ctx, http.MethodPut, obj, true, "status")
+}
+
+func (c *Client) write(ctx context.Context, method string, obj runtime.Object, named bool, sub string) (runtime.Object, error) {
+	k, err := kindOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+	body, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	m := metaOf(obj)
+	name := ""
+	if named {
+		name = m.GetName()
+	}
+	return c.object(ctx, k, method, Path(k, m.GetNamespace(), name, sub), "application/json", body)
+}
+
+// Patch applies a patch of the given content type (e.g. application/merge-patch+json).
+func (c *Client) Patch(ctx context.Context, k *schemas.Kind, namespace, name, sub, patchType string, patch []byte) (runtime.Object, error) {
+	return c.object(ctx, k, http.MethodPatch, Path(k, namespace, name, sub), patchType, patch)
+}
+
+// Delete deletes an object with the given options (nil = defaults).
+func (c *Client) Delete(ctx context.Context, k *schemas.Kind, namespace, name string, opts *metav1.DeleteOptions) error {
+	var body []byte
+	if opts != nil {
+		body, _ = json.Marshal(opts)
+	}
+	_, err := c.Raw(ctx, http.MethodDelete, Path(k, namespace, name, ""), "application/json", body)
+	return err
+}
+
+// Bind assigns a pod to a node through the binding subresource.
+func (c *Client) Bind(ctx context.Context, namespace, pod, node string) error {
+	k, _ := schemas.ByResource("", "v1", "pods")
+	body, _ := json.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "Binding",
+		"metadata": map[string]string{"name": pod, "namespace": namespace},
+		"target":   map[string]string{"kind": "Node", "name": node},
+	})
+	_, err := c.Raw(ctx, http.MethodPost, Path(k, namespace, pod, "binding"), "application/json", body)
+	return err
+}
+
+// List reads a collection; query holds labelSelector, fieldSelector, resourceVersion.
+func (c *Client) List(ctx context.Context, k *schemas.Kind, namespace string, query url.Values) ([]runtime.Object, string, error) {
+	p := Path(k, namespace, "", "")
+	if len(query) > 0 {
+		p += "?" + query.Encode()
+	}
+	out, err := c.Raw(ctx, http.MethodGet, p, "", nil)
+	if err != nil {
+		return nil, "", err
+	}
+	var l struct {
+		Metadata metav1.ListMeta  `json:"metadata"`
+		Items    []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(out, &l); err != nil {
+		return nil, "", err
+	}
+	objs := make([]runtime.Object, 0, len(l.Items))
+	for _, raw := range l.Items {
+		obj := k.New()
+		if err := json.Unmarshal(raw, obj); err != nil {
+			return nil, "", err
+		}
+		obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+		objs = append(objs, obj)
+	}
+	return objs, l.Metadata.ResourceVersion, nil
+}

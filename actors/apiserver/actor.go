@@ -1,0 +1,136 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/bus/rpc"
+)
+
+// Subject is where the apiserver answers API requests from other actors over NATS.
+const Subject = "skiff.api"
+
+// WireRequest is one API call carried over NATS: the same method, path and body as over HTTP,
+// so one handler serves both.
+type WireRequest struct {
+	Method      string `json:"method"`
+	Path        string `json:"path"` // with the query string
+	ContentType string `json:"contentType,omitempty"`
+	Body        []byte `json:"body,omitempty"`
+}
+
+// WireResponse is the answer to a WireRequest.
+type WireResponse struct {
+	Code int    `json:"code"`
+	Body []byte `json:"body,omitempty"`
+}
+
+// ActorConfig configures the apiserver actor.
+type ActorConfig struct {
+	Server   *Server
+	Listener net.Listener // HTTP; nil = no HTTP endpoint
+	NATS     *nats.Conn   // request/reply endpoint; nil = none
+	Logger   *slog.Logger
+}
+
+// apiActor owns the HTTP and NATS endpoints; requests are served concurrently by them, while
+// the actor gives the endpoints a supervised lifecycle.
+type apiActor struct {
+	cfg  ActorConfig
+	http *http.Server
+	sub  *nats.Subscription
+}
+
+// NewActor returns the producer of the apiserver actor. The listener outlives restarts of the
+// actor: a restart re-serves it rather than re-binding the port.
+func NewActor(cfg ActorConfig) func() actorkit.Actor {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Listener != nil {
+		cfg.Listener = &keepOpenListener{Listener: cfg.Listener}
+	}
+	return func() actorkit.Actor { return &apiActor{cfg: cfg} }
+}
+
+func (a *apiActor) Receive(ctx actorkit.Context) {
+	switch ctx.Message().(type) {
+	case *actorkit.Started:
+		if err := a.start(); err != nil {
+			panic(err) // the supervisor restarts us
+		}
+	case *actorkit.Stopping, *actorkit.Restarting:
+		a.stop()
+	}
+}
+
+func (a *apiActor) start() error {
+	if a.cfg.Listener != nil {
+		a.http = &http.Server{Handler: a.cfg.Server.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		srv := a.http
+		go func() {
+			if err := srv.Serve(a.cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.cfg.Logger.Error("apiserver http", "err", err)
+			}
+		}()
+	}
+	if a.cfg.NATS != nil {
+		sub, err := rpc.Serve(a.cfg.NATS, Subject, "apiserver", a.serveWire)
+		if err != nil {
+			return fmt.Errorf("apiserver: serve %s: %w", Subject, err)
+		}
+		a.sub = sub
+	}
+	return nil
+}
+
+func (a *apiActor) stop() {
+	if a.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = a.http.Shutdown(ctx)
+		cancel()
+		a.http = nil
+	}
+	if a.sub != nil {
+		_ = a.sub.Unsubscribe()
+		a.sub = nil
+	}
+}
+
+// serveWire runs a NATS-borne request through the HTTP handler.
+func (a *apiActor) serveWire(ctx context.Context, _ string, data []byte, _ nats.Header) ([]byte, nats.Header, error) {
+	var req WireRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		return nil, nil, fmt.Errorf("apiserver: bad wire request: %w", err)
+	}
+	return a.cfg.Server.ServeWire(ctx, req), nil, nil
+}
+
+// ServeWire answers one WireRequest (watch is not served this way: actors watch the log).
+func (s *Server) ServeWire(ctx context.Context, req WireRequest) []byte {
+	r := httptest.NewRequestWithContext(ctx, req.Method, req.Path, bytes.NewReader(req.Body))
+	if req.ContentType != "" {
+		r.Header.Set("Content-Type", req.ContentType)
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, r)
+	out, _ := json.Marshal(WireResponse{Code: rec.Code, Body: rec.Body.Bytes()})
+	return out
+}
+
+// keepOpenListener ignores Close so that http.Server.Shutdown on an actor restart leaves the
+// port bound for the restarted actor; CloseListener really closes it.
+type keepOpenListener struct{ net.Listener }
+
+func (l *keepOpenListener) Close() error { return nil }

@@ -1,0 +1,374 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/schemas"
+)
+
+// maxConflictRetries bounds the read-modify-write loop of writes that carry no resourceVersion.
+const maxConflictRetries = 16
+
+// traceHeader stores the caller's W3C trace context with the write, so whoever reacts to the
+// write can continue the trace.
+func traceHeader(ctx context.Context) statelog.Header {
+	carrier := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return nil
+	}
+	return statelog.Header(carrier)
+}
+
+func (s *Server) get(ctx context.Context, k *schemas.Kind, ns, name string) (runtime.Object, error) {
+	obj, _, err := s.getWithRev(ctx, k, ns, name)
+	return obj, err
+}
+
+func (s *Server) getWithRev(ctx context.Context, k *schemas.Kind, ns, name string) (runtime.Object, uint64, error) {
+	e, err := s.log.Get(ctx, schemas.StorageKey(k, ns, name), statelog.ReadOptions{Consistent: true})
+	if errors.Is(err, statelog.ErrNotFound) {
+		return nil, 0, apierrors.NewNotFound(groupResource(k), name)
+	}
+	if err != nil {
+		return nil, 0, apierrors.NewInternalError(err)
+	}
+	obj, err := decodeStored(k, e.Value, e.Rev)
+	return obj, e.Rev, err
+}
+
+func (s *Server) decodeBody(k *schemas.Kind, body []byte, wo writeOptions) (runtime.Object, error) {
+	if len(body) == 0 {
+		return nil, badRequest("the request body is empty; a %s object is required", k.GVK.Kind)
+	}
+	obj, err := schemas.DecodeObject(k, body, wo.strict)
+	if err != nil {
+		var se apierrors.APIStatus
+		if errors.As(err, &se) {
+			return nil, err
+		}
+		return nil, badRequest("%v", err)
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if gvk.Kind != "" && gvk != k.GVK {
+		return nil, badRequest("the body is a %s (%s) but the request is for %s (%s)", gvk.Kind, gvk.GroupVersion(), k.GVK.Kind, k.GVK.GroupVersion())
+	}
+	setTypeMeta(obj, k)
+	return obj, nil
+}
+
+func invalid(k *schemas.Kind, name string, errs field.ErrorList) error {
+	return apierrors.NewInvalid(k.GVK.GroupKind(), name, errs)
+}
+
+// create admits and writes a new object.
+func (s *Server) create(ctx context.Context, k *schemas.Kind, ns string, body []byte, wo writeOptions) (runtime.Object, error) {
+	obj, err := s.decodeBody(k, body, wo)
+	if err != nil {
+		return nil, err
+	}
+	return s.createObject(ctx, k, ns, obj, wo)
+}
+
+func (s *Server) createObject(ctx context.Context, k *schemas.Kind, ns string, obj runtime.Object, wo writeOptions) (runtime.Object, error) {
+	m := mustMeta(obj)
+	if k.Namespaced {
+		if m.GetNamespace() == "" {
+			m.SetNamespace(ns)
+		}
+		if ns != "" && m.GetNamespace() != ns {
+			return nil, badRequest("the namespace of the provided object (%q) does not match the namespace sent on the request (%q)", m.GetNamespace(), ns)
+		}
+		if m.GetNamespace() == "" {
+			m.SetNamespace(metav1.NamespaceDefault)
+		}
+	} else {
+		m.SetNamespace("")
+	}
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(generateName(m.GetGenerateName()))
+	}
+	if m.GetName() == "" {
+		return nil, invalid(k, "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	if k.Namespaced {
+		if err := s.checkNamespaceOpen(ctx, m.GetNamespace()); err != nil {
+			return nil, err
+		}
+	}
+	now := metav1.NewTime(s.now().UTC().Truncate(time.Second))
+	m.SetUID(types.UID(uuid.NewUUID()))
+	m.SetCreationTimestamp(now)
+	m.SetResourceVersion("")
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetManagedFields(nil)
+	m.SetGeneration(1)
+	if hasSubresource(k, "status") {
+		var err error
+		if obj, err = s.resetStatus(k, obj); err != nil {
+			return nil, err
+		}
+	}
+	return s.finishCreate(ctx, k, obj, wo)
+}
+
+func (s *Server) finishCreate(ctx context.Context, k *schemas.Kind, obj runtime.Object, wo writeOptions) (runtime.Object, error) {
+	m := mustMeta(obj)
+	schemas.Default(obj)
+	attrs := &Attributes{Verb: "create", Kind: k, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj}
+	if err := s.admit(ctx, attrs); err != nil {
+		return nil, err
+	}
+	if errs := schemas.Validate(obj); len(errs) > 0 {
+		return nil, invalid(k, m.GetName(), errs)
+	}
+	release, err := s.allocateFor(ctx, k, obj, wo.dryRun)
+	if err != nil {
+		return nil, err
+	}
+	if wo.dryRun {
+		return obj, nil
+	}
+	data, err := encodeForStorage(obj)
+	if err != nil {
+		release()
+		return nil, apierrors.NewInternalError(err)
+	}
+	rev, err := s.log.Create(ctx, schemas.StorageKey(k, m.GetNamespace(), m.GetName()), data, traceHeader(ctx))
+	if err != nil {
+		release()
+		if errors.Is(err, statelog.ErrExists) {
+			return nil, apierrors.NewAlreadyExists(groupResource(k), m.GetName())
+		}
+		return nil, apierrors.NewInternalError(err)
+	}
+	m.SetResourceVersion(formatRev(rev))
+	return obj, nil
+}
+
+// resetStatus clears what a client may not set on create; pods start Pending.
+func (s *Server) resetStatus(k *schemas.Kind, obj runtime.Object) (runtime.Object, error) {
+	m, err := toMap(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	delete(m, "status")
+	if k.GVK.Kind == "Pod" {
+		m["status"] = map[string]any{"phase": "Pending"}
+	}
+	return fromMap(k, m)
+}
+
+func (s *Server) admit(ctx context.Context, a *Attributes) error {
+	for _, f := range s.opts.Mutating {
+		if err := f(ctx, a); err != nil {
+			return asForbidden(a, err)
+		}
+	}
+	for _, f := range s.opts.Validating {
+		if err := f(ctx, a); err != nil {
+			return asForbidden(a, err)
+		}
+	}
+	return nil
+}
+
+func asForbidden(a *Attributes, err error) error {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return err
+	}
+	return apierrors.NewForbidden(groupResource(a.Kind), a.Name, err)
+}
+
+// checkNamespaceOpen refuses writes into a namespace that is missing or being deleted.
+func (s *Server) checkNamespaceOpen(ctx context.Context, ns string) error {
+	nsKind, _ := schemas.ByResource("", "v1", "namespaces")
+	obj, err := s.get(ctx, nsKind, "", ns)
+	if err != nil {
+		return err
+	}
+	if mustMeta(obj).GetDeletionTimestamp() != nil {
+		return apierrors.NewForbidden(groupResource(nsKind), ns, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+	}
+	return nil
+}
+
+// generateName appends five random characters from Kubernetes' unambiguous alphabet.
+func generateName(base string) string {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	if len(base) > 58 {
+		base = base[:58]
+	}
+	b := make([]byte, 5)
+	for i := range b {
+		b[i] = alphabet[rand.IntN(len(alphabet))]
+	}
+	return base + string(b)
+}
+
+// mutation computes the next version of an object from the stored one.
+type mutation func(cur runtime.Object) (runtime.Object, error)
+
+// guaranteedUpdate runs a read-modify-write cycle with compare-and-swap on the revision. With a
+// client precondition (expectedRV) a lost race is a 409; without one it re-reads and retries.
+func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name, sub, verb string, wo writeOptions, mutate mutation) (runtime.Object, error) {
+	key := schemas.StorageKey(k, ns, name)
+	for attempt := 0; ; attempt++ {
+		cur, curRev, err := s.getWithRev(ctx, k, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		next, err := mutate(cur.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		rv := mustMeta(next).GetResourceVersion()
+		pinned := rv != ""
+		if pinned && rv != formatRev(curRev) {
+			return nil, conflict(k, name)
+		}
+		next, err = s.prepareUpdate(ctx, k, verb, sub, cur, next)
+		if err != nil {
+			return nil, err
+		}
+		nm := mustMeta(next)
+		// The last finalizer gone from an object being deleted: the delete completes now.
+		if nm.GetDeletionTimestamp() != nil && len(nm.GetFinalizers()) == 0 {
+			return s.deleteNow(ctx, k, cur, curRev, wo)
+		}
+		if !changed(cur, next) {
+			return cur, nil
+		}
+		if wo.dryRun {
+			return next, nil
+		}
+		data, err := encodeForStorage(next)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		rev, err := s.log.Update(ctx, key, data, curRev, traceHeader(ctx))
+		if errors.Is(err, statelog.ErrConflict) || errors.Is(err, statelog.ErrNotFound) {
+			if pinned || attempt >= maxConflictRetries {
+				return nil, conflict(k, name)
+			}
+			continue
+		}
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		nm.SetResourceVersion(formatRev(rev))
+		return next, nil
+	}
+}
+
+func conflict(k *schemas.Kind, name string) error {
+	return apierrors.NewConflict(groupResource(k), name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+// changed compares the stored forms (revision excluded), so a no-op write writes nothing.
+func changed(cur, next runtime.Object) bool {
+	a, err1 := encodeForStorage(cur)
+	b, err2 := encodeForStorage(next)
+	return err1 != nil || err2 != nil || string(a) != string(b)
+}
+
+// prepareUpdate carries over what the client may not change, applies subresource rules,
+// defaulting, admission and validation.
+func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub string, cur, next runtime.Object) (runtime.Object, error) {
+	var err error
+	cm, nm := mustMeta(cur), mustMeta(next)
+	if nm.GetName() != "" && nm.GetName() != cm.GetName() {
+		return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", nm.GetName(), cm.GetName())
+	}
+	if k.Namespaced && nm.GetNamespace() != "" && nm.GetNamespace() != cm.GetNamespace() {
+		return nil, badRequest("the namespace of the object (%s) does not match the namespace on the URL (%s)", nm.GetNamespace(), cm.GetNamespace())
+	}
+	switch {
+	case sub == "status":
+		// Only status changes through /status; everything else stays as stored.
+		if next, err = withSection(k, cur.DeepCopyObject(), next, "status"); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	case hasSubresource(k, "status"):
+		if next, err = withSection(k, next, cur, "status"); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	}
+	nm = mustMeta(next)
+	nm.SetName(cm.GetName())
+	nm.SetNamespace(cm.GetNamespace())
+	nm.SetUID(cm.GetUID())
+	nm.SetCreationTimestamp(cm.GetCreationTimestamp())
+	nm.SetDeletionTimestamp(cm.GetDeletionTimestamp())
+	nm.SetDeletionGracePeriodSeconds(cm.GetDeletionGracePeriodSeconds())
+	nm.SetManagedFields(nil)
+	nm.SetResourceVersion("")
+	if cm.GetDeletionTimestamp() != nil && addsFinalizer(cm.GetFinalizers(), nm.GetFinalizers()) {
+		return nil, invalid(k, cm.GetName(), field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"), "no new finalizers can be added if the object is being deleted")})
+	}
+	schemas.Default(next)
+	nm.SetGeneration(cm.GetGeneration())
+	if sub == "" && specChanged(cur, next) {
+		nm.SetGeneration(cm.GetGeneration() + 1)
+	}
+	attrs := &Attributes{Verb: verb, Kind: k, Namespace: cm.GetNamespace(), Name: cm.GetName(), Subresource: sub, Object: next, OldObject: cur}
+	if err := s.admit(ctx, attrs); err != nil {
+		return nil, err
+	}
+	if errs := schemas.ValidateUpdate(next, cur); len(errs) > 0 {
+		return nil, invalid(k, cm.GetName(), errs)
+	}
+	return next, nil
+}
+
+func addsFinalizer(old, next []string) bool {
+	have := map[string]bool{}
+	for _, f := range old {
+		have[f] = true
+	}
+	for _, f := range next {
+		if !have[f] {
+			return true
+		}
+	}
+	return false
+}
+
+// update replaces an object (PUT), or its status with sub == "status".
+func (s *Server) update(ctx context.Context, k *schemas.Kind, ns, name, sub string, body []byte, wo writeOptions) (runtime.Object, error) {
+	obj, err := s.decodeBody(k, body, wo)
+	if err != nil {
+		return nil, err
+	}
+	return s.guaranteedUpdate(ctx, k, ns, name, sub, "update", wo, func(runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	})
+}
+
+func parseRV(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, badRequest("resourceVersion %q is not a valid revision", s)
+	}
+	return v, nil
+}

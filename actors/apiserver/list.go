@@ -1,0 +1,106 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/schemas"
+)
+
+// listBody is a typed list (PodList, ...) built without a typed Go list: the items are already
+// encoded objects.
+type listBody struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+	Items           []json.RawMessage `json:"items"`
+}
+
+// DeepCopyObject lets listBody travel as a runtime.Object.
+func (l *listBody) DeepCopyObject() runtime.Object {
+	c := *l
+	c.Items = append([]json.RawMessage(nil), l.Items...)
+	return &c
+}
+
+func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
+	objs, rev, err := s.listObjects(r.Context(), k, info)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if wantsTable(r) {
+		t := schemas.Table(k, objs, s.now())
+		t.ResourceVersion = formatRev(rev)
+		writeJSON(w, http.StatusOK, t)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.listResponse(k, objs, rev))
+}
+
+func (s *Server) listResponse(k *schemas.Kind, objs []runtime.Object, rev uint64) *listBody {
+	l := &listBody{
+		TypeMeta: metav1.TypeMeta{APIVersion: k.GVK.GroupVersion().String(), Kind: k.ListKind},
+		ListMeta: metav1.ListMeta{ResourceVersion: formatRev(rev)},
+		Items:    make([]json.RawMessage, 0, len(objs)),
+	}
+	for _, obj := range objs {
+		data, err := json.Marshal(obj)
+		if err == nil {
+			l.Items = append(l.Items, data)
+		}
+	}
+	return l
+}
+
+// listObjects reads the objects of a kind in a namespace (all namespaces for ""), filtered by
+// the request's selectors, and the revision the list reflects. resourceVersion follows
+// Kubernetes: "" is a consistent read, "0" any recent state, N at least revision N.
+func (s *Server) listObjects(ctx context.Context, k *schemas.Kind, info requestInfo) ([]runtime.Object, uint64, error) {
+	sel, err := parseSelectors(info)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := sel.validateFields(k.New()); err != nil {
+		return nil, 0, err
+	}
+	ro, err := readOptionsFor(info)
+	if err != nil {
+		return nil, 0, err
+	}
+	entries, rev, err := s.log.List(ctx, schemas.StoragePrefix(k, info.namespace), ro)
+	if err != nil {
+		return nil, 0, apierrors.NewInternalError(err)
+	}
+	objs := make([]runtime.Object, 0, len(entries))
+	for _, e := range entries {
+		obj, err := decodeStored(k, e.Value, e.Rev)
+		if err != nil {
+			return nil, 0, apierrors.NewInternalError(err)
+		}
+		if sel.matches(obj) {
+			objs = append(objs, obj)
+		}
+	}
+	return objs, rev, nil
+}
+
+func readOptionsFor(info requestInfo) (statelog.ReadOptions, error) {
+	rv := info.query.Get("resourceVersion")
+	switch rv {
+	case "":
+		return statelog.ReadOptions{Consistent: true}, nil
+	case "0":
+		return statelog.ReadOptions{}, nil
+	}
+	n, err := parseRV(rv)
+	if err != nil {
+		return statelog.ReadOptions{}, err
+	}
+	return statelog.ReadOptions{MinRev: n}, nil
+}

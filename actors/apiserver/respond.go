@@ -1,0 +1,64 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// writeJSON writes v as the response body with the given status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, apierrors.NewInternalError(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+	_, _ = w.Write([]byte("\n"))
+}
+
+// writeError writes err as a metav1.Status with the HTTP code it carries.
+func writeError(w http.ResponseWriter, err error) {
+	st := toStatus(err)
+	body, _ := json.Marshal(st)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(int(st.Code))
+	_, _ = w.Write(body)
+	_, _ = w.Write([]byte("\n"))
+}
+
+func toStatus(err error) *metav1.Status {
+	var apiStatus apierrors.APIStatus
+	if errors.As(err, &apiStatus) {
+		st := apiStatus.Status()
+		st.Kind, st.APIVersion = "Status", "v1"
+		if st.Code == 0 {
+			st.Code = http.StatusInternalServerError
+		}
+		return &st
+	}
+	st := apierrors.NewInternalError(err).Status()
+	st.Kind, st.APIVersion = "Status", "v1"
+	return &st
+}
+
+func badRequest(format string, args ...any) error {
+	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
+}
+
+// wantsTable reports whether the client asked for server-side printing (kubectl get does).
+func wantsTable(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if strings.Contains(part, "as=Table") {
+			return true
+		}
+	}
+	return false
+}

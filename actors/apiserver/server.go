@@ -1,0 +1,220 @@
+// Package apiserver is the only writer of Skiff's state log. It serves the Kubernetes REST API
+// (paths, JSON, metav1.Status errors, watch streams) over HTTP to people and kubectl, and over
+// NATS request/reply to the other actors.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/schemas"
+)
+
+// DefaultMaxBodyBytes matches kube-apiserver's --max-request-body-bytes default.
+const DefaultMaxBodyBytes = 3 << 20
+
+// Attributes describe one write for admission plugins.
+type Attributes struct {
+	Verb        string // create, update, patch, delete
+	Kind        *schemas.Kind
+	Namespace   string
+	Name        string
+	Subresource string
+	Object      runtime.Object // the object as it will be written (nil on delete)
+	OldObject   runtime.Object // the stored object (nil on create)
+}
+
+// AdmissionFunc may change (mutating) or reject (validating) a write; an error rejects it and
+// is returned to the client as is when it is an API status error.
+type AdmissionFunc func(ctx context.Context, a *Attributes) error
+
+// Options configure a Server.
+type Options struct {
+	Log          *statelog.Log
+	MaxBodyBytes int64
+	ServiceCIDR  string // ClusterIPs are allocated from here; default 10.96.0.0/16
+	Mutating     []AdmissionFunc
+	Validating   []AdmissionFunc
+	Now          func() time.Time
+}
+
+// Server is the API server's request handling; the actor in actor.go owns its lifecycle.
+type Server struct {
+	log     *statelog.Log
+	opts    Options
+	now     func() time.Time
+	ips     *ipAllocator
+	mux     *http.ServeMux
+	started time.Time
+}
+
+// New builds a Server over an open state log.
+func New(o Options) (*Server, error) {
+	if o.Log == nil {
+		return nil, errors.New("apiserver: Options.Log is required")
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.ServiceCIDR == "" {
+		o.ServiceCIDR = "10.96.0.0/16"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	ips, err := newIPAllocator(o.Log, o.ServiceCIDR)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{log: o.Log, opts: o, now: o.Now, ips: ips, started: o.Now()}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/api", s.serveCoreVersions)
+	s.mux.HandleFunc("/apis", s.serveGroups)
+	s.mux.HandleFunc("/version", s.serveVersion)
+	s.mux.HandleFunc("/healthz", serveOK)
+	s.mux.HandleFunc("/livez", serveOK)
+	s.mux.HandleFunc("/readyz", serveOK)
+	s.mux.HandleFunc("/openapi/v3", s.serveOpenAPIRoot)
+	s.mux.HandleFunc("/openapi/v3/", s.serveOpenAPIGroupVersion)
+	s.mux.HandleFunc("/api/", s.serveResource)
+	s.mux.HandleFunc("/apis/", s.serveResource)
+	return s, nil
+}
+
+// Handler returns the HTTP handler of the Kubernetes API.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func serveOK(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
+
+// EnsureDefaultNamespaces creates the namespaces every cluster starts with.
+func (s *Server) EnsureDefaultNamespaces(ctx context.Context) error {
+	k, _ := schemas.ByResource("", "v1", "namespaces")
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		body := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + name + `"}}`)
+		_, err := s.create(ctx, k, "", body, writeOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
+	info, ok := parseRequest(r)
+	if !ok {
+		if s.serveGroupVersion(w, r) {
+			return
+		}
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		return
+	}
+	k, found := schemas.ByResource(info.gv.Group, info.gv.Version, info.resource)
+	if !found {
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: info.gv.Group, Resource: info.resource}, ""))
+		return
+	}
+	if info.namespace != "" && !k.Namespaced {
+		writeError(w, apierrors.NewNotFound(groupResource(k), info.name))
+		return
+	}
+	if info.subresource != "" && !hasSubresource(k, info.subresource) {
+		writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource + "/" + info.subresource}, info.name))
+		return
+	}
+	ctx := r.Context()
+	var body []byte
+	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodDelete {
+		var err error
+		if body, err = readBody(r, s.opts.MaxBodyBytes); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	wo := writeOptionsFrom(info)
+	var obj runtime.Object
+	var err error
+	code := http.StatusOK
+	switch info.verb {
+	case "get":
+		if info.subresource == "scale" {
+			obj, err = s.getScale(ctx, k, info.namespace, info.name)
+			break
+		}
+		obj, err = s.get(ctx, k, info.namespace, info.name)
+		if err == nil && wantsTable(r) {
+			obj = schemas.Table(k, []runtime.Object{obj}, s.now())
+		}
+	case "list":
+		s.serveList(w, r, k, info)
+		return
+	case "watch":
+		s.serveWatch(w, r, k, info)
+		return
+	case "create":
+		switch info.subresource {
+		case "binding":
+			obj, err = s.bind(ctx, k, info.namespace, info.name, body, wo)
+		case "":
+			obj, err = s.create(ctx, k, info.namespace, body, wo)
+		default:
+			err = apierrors.NewMethodNotSupported(groupResource(k), "create "+info.subresource)
+		}
+		code = http.StatusCreated
+	case "update":
+		if info.subresource == "scale" {
+			obj, err = s.updateScale(ctx, k, info.namespace, info.name, body, wo)
+			break
+		}
+		obj, err = s.update(ctx, k, info.namespace, info.name, info.subresource, body, wo)
+	case "patch":
+		obj, err = s.patch(ctx, k, info.namespace, info.name, info.subresource, r.Header.Get("Content-Type"), body, wo)
+	case "delete":
+		obj, err = s.delete(ctx, k, info, body, wo)
+	case "deletecollection":
+		obj, err = s.deleteCollection(ctx, k, info, body, wo)
+	default:
+		err = apierrors.NewMethodNotSupported(groupResource(k), r.Method)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, code, obj)
+}
+
+// readBody reads at most limit bytes; a larger body is refused whole with 413.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, badRequest("reading request body: %v", err)
+	}
+	if int64(len(data)) > limit {
+		return nil, apierrors.NewRequestEntityTooLargeError("limit is " + formatRev(uint64(limit)) + " bytes")
+	}
+	return data, nil
+}
+
+// writeOptions are the query parameters that shape a write.
+type writeOptions struct {
+	dryRun          bool
+	strict          bool // fieldValidation=Strict: unknown fields are errors
+	fieldManager    string
+}
+
+func writeOptionsFrom(info requestInfo) writeOptions {
+	fv := strings.ToLower(info.query.Get("fieldValidation"))
+	return writeOptions{
+		dryRun:       info.query.Get("dryRun") == "All",
+		strict:       fv == "strict",
+		fieldManager: info.query.Get("fieldManager"),
+	}
+}

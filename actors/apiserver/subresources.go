@@ -1,0 +1,147 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/schemas"
+)
+
+// bind assigns a pod to a node (pods/binding). It is a compare-and-swap on the pod's revision,
+// so two schedulers can never bind the same pod twice.
+func (s *Server) bind(ctx context.Context, k *schemas.Kind, ns, name string, body []byte, wo writeOptions) (runtime.Object, error) {
+	var b corev1.Binding
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, badRequest("Binding: %v", err)
+	}
+	if b.Target.Name == "" {
+		return nil, invalid(k, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "the node to bind to")})
+	}
+	if b.Target.Kind != "" && b.Target.Kind != "Node" {
+		return nil, invalid(k, name, field.ErrorList{field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node"})})
+	}
+	cur, rev, err := s.getWithRev(ctx, k, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	pod := cur.(*corev1.Pod).DeepCopy()
+	if pod.Spec.NodeName != "" {
+		return nil, apierrors.NewConflict(groupResource(k), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
+	}
+	if pod.DeletionTimestamp != nil {
+		return nil, apierrors.NewConflict(groupResource(k), name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
+	}
+	if b.UID != "" && b.UID != pod.UID {
+		return nil, apierrors.NewConflict(groupResource(k), name, errors.New("the binding's UID does not match the pod"))
+	}
+	if err := s.admit(ctx, &Attributes{Verb: "create", Kind: k, Namespace: ns, Name: name, Subresource: "binding", Object: pod, OldObject: cur}); err != nil {
+		return nil, err
+	}
+	pod.Spec.NodeName = b.Target.Name
+	setPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(s.now().UTC())})
+	if wo.dryRun {
+		return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}, nil
+	}
+	data, err := encodeForStorage(pod)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if _, err := s.log.Update(ctx, schemas.StorageKey(k, ns, name), data, rev, traceHeader(ctx)); err != nil {
+		if errors.Is(err, statelog.ErrConflict) {
+			return nil, conflict(k, name)
+		}
+		return nil, apierrors.NewInternalError(err)
+	}
+	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}, nil
+}
+
+func setPodCondition(st *corev1.PodStatus, c corev1.PodCondition) {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == c.Type {
+			if st.Conditions[i].Status == c.Status {
+				return
+			}
+			st.Conditions[i] = c
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, c)
+}
+
+// getScale and updateScale serve the scale subresource (kubectl scale) of Deployments and
+// ReplicaSets.
+func (s *Server) getScale(ctx context.Context, k *schemas.Kind, ns, name string) (runtime.Object, error) {
+	obj, err := s.get(ctx, k, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return scaleOf(obj)
+}
+
+func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
+	m := mustMeta(obj)
+	sc := &autoscalingv1.Scale{
+		TypeMeta: metav1.TypeMeta{Kind: "Scale", APIVersion: "autoscaling/v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(),
+			ResourceVersion: m.GetResourceVersion(), CreationTimestamp: m.GetCreationTimestamp()},
+	}
+	var sel *metav1.LabelSelector
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		sc.Spec.Replicas, sc.Status.Replicas, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
+	case *appsv1.ReplicaSet:
+		sc.Spec.Replicas, sc.Status.Replicas, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
+	default:
+		return nil, apierrors.NewBadRequest("this kind has no scale subresource")
+	}
+	if sel != nil {
+		if ls, err := metav1.LabelSelectorAsSelector(sel); err == nil {
+			sc.Status.Selector = ls.String()
+		}
+	}
+	return sc, nil
+}
+
+func deref(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func (s *Server) updateScale(ctx context.Context, k *schemas.Kind, ns, name string, body []byte, wo writeOptions) (runtime.Object, error) {
+	var sc autoscalingv1.Scale
+	if err := json.Unmarshal(body, &sc); err != nil {
+		return nil, badRequest("Scale: %v", err)
+	}
+	if sc.Spec.Replicas < 0 {
+		return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), name,
+			field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
+	}
+	obj, err := s.guaranteedUpdate(ctx, k, ns, name, "", "update", wo, func(cur runtime.Object) (runtime.Object, error) {
+		mustMeta(cur).SetResourceVersion(sc.ResourceVersion)
+		r := sc.Spec.Replicas
+		switch o := cur.(type) {
+		case *appsv1.Deployment:
+			o.Spec.Replicas = &r
+		case *appsv1.ReplicaSet:
+			o.Spec.Replicas = &r
+		}
+		return cur, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return scaleOf(obj)
+}

@@ -1,0 +1,180 @@
+// Package controlplane assembles a Skiff process: the embedded (or external) NATS server, the
+// state log, and the supervised actors. `skiff up`, `skiff server` and the tests all start
+// Skiff through it, so they run the same thing.
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/apiserver"
+	"github.com/skiff-sh/skiff/bus/natsserver"
+	"github.com/skiff-sh/skiff/bus/statelog"
+)
+
+// Config says what to run.
+type Config struct {
+	DataDir      string // NATS JetStream store and kubeconfig; "" keeps everything in memory
+	NATSURL      string // external NATS; "" starts an embedded server
+	NATSPort     int    // embedded server's client port: 0 in-process only, -1 random
+	Listen       string // apiserver HTTP address, e.g. 127.0.0.1:6443; "" = no HTTP
+	ServiceCIDR  string
+	Replicas     int           // state stream replicas (3 on a NATS cluster)
+	Bookmarks    time.Duration // bookmark interval of watches
+	CompactEvery time.Duration // how often history older than CompactKeep is compacted; 0 = never
+	CompactKeep  time.Duration
+	Logger       *slog.Logger
+}
+
+// ControlPlane is a running Skiff control plane.
+type ControlPlane struct {
+	cfg      Config
+	NATS     *natsserver.Server // nil when NATSURL was given
+	Conn     *nats.Conn
+	Log      *statelog.Log
+	API      *apiserver.Server
+	Actors   *actorkit.System
+	Client   *apiclient.Client // in-cluster client over NATS
+	listener net.Listener
+	cancel   context.CancelFunc
+}
+
+// Start brings a control plane up and returns once the API answers.
+func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cp = &ControlPlane{cfg: cfg}
+	defer func() {
+		if err != nil {
+			cp.Stop()
+		}
+	}()
+	if cfg.NATSURL == "" {
+		nc := natsserver.Config{Port: cfg.NATSPort, ServerName: "skiff"}
+		if cfg.DataDir != "" {
+			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+				return nil, err
+			}
+			nc.DataDir = filepath.Join(cfg.DataDir, "nats")
+		}
+		if cp.NATS, err = natsserver.Start(nc); err != nil {
+			return nil, fmt.Errorf("embedded NATS: %w", err)
+		}
+		if cp.Conn, err = cp.NATS.Connect(nats.Name("skiff-control-plane")); err != nil {
+			return nil, err
+		}
+	} else if cp.Conn, err = nats.Connect(cfg.NATSURL, nats.Name("skiff-control-plane"), nats.MaxReconnects(-1)); err != nil {
+		return nil, fmt.Errorf("connect %s: %w", cfg.NATSURL, err)
+	}
+	logCfg := statelog.Config{Replicas: cfg.Replicas, Memory: cfg.DataDir == "" && cfg.NATSURL == "", BookmarkInterval: cfg.Bookmarks}
+	if cp.Log, err = statelog.Open(ctx, cp.Conn, logCfg); err != nil {
+		return nil, fmt.Errorf("state log: %w", err)
+	}
+	if cp.API, err = apiserver.New(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR}); err != nil {
+		return nil, err
+	}
+	if err := cp.API.EnsureDefaultNamespaces(ctx); err != nil {
+		return nil, fmt.Errorf("default namespaces: %w", err)
+	}
+	if cfg.Listen != "" {
+		if cp.listener, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("apiserver listen: %w", err)
+		}
+	}
+	cp.Actors = actorkit.NewSystem()
+	if _, err := cp.Actors.Spawn("apiserver", apiserver.NewActor(apiserver.ActorConfig{
+		Server: cp.API, Listener: cp.listener, NATS: cp.Conn, Logger: cfg.Logger,
+	})); err != nil {
+		return nil, err
+	}
+	cp.Client = &apiclient.Client{T: apiclient.NATS{Conn: cp.Conn}}
+	bg, cancel := context.WithCancel(context.Background())
+	cp.cancel = cancel
+	if cfg.CompactEvery > 0 {
+		go cp.compactLoop(bg)
+	}
+	return cp, cp.waitReady(ctx)
+}
+
+// URL is the apiserver's HTTP base URL ("" without HTTP).
+func (cp *ControlPlane) URL() string {
+	if cp.listener == nil {
+		return ""
+	}
+	return "http://" + cp.listener.Addr().String()
+}
+
+func (cp *ControlPlane) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		_, err := cp.Client.Raw(ctx, "GET", "/api/v1/namespaces/default", "", nil)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(errors.New("apiserver did not become ready"), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// compactLoop keeps the log's history bounded, like kube-apiserver's periodic etcd compaction:
+// every CompactEvery it compacts to the revision that was current CompactKeep ago.
+func (cp *ControlPlane) compactLoop(ctx context.Context) {
+	type mark struct {
+		at  time.Time
+		rev uint64
+	}
+	var marks []mark
+	t := time.NewTicker(cp.cfg.CompactEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			marks = append(marks, mark{now, cp.Log.Rev()})
+			for len(marks) > 0 && now.Sub(marks[0].at) >= cp.cfg.CompactKeep {
+				if err := cp.Log.Compact(ctx, marks[0].rev); err != nil {
+					cp.cfg.Logger.Warn("compaction", "rev", marks[0].rev, "err", err)
+				}
+				marks = marks[1:]
+			}
+		}
+	}
+}
+
+// Stop shuts everything down in reverse order.
+func (cp *ControlPlane) Stop() {
+	if cp.cancel != nil {
+		cp.cancel()
+	}
+	if cp.Actors != nil {
+		cp.Actors.Shutdown()
+	}
+	if cp.listener != nil {
+		_ = cp.listener.Close()
+	}
+	if cp.Log != nil {
+		_ = cp.Log.Close()
+	}
+	if cp.Conn != nil {
+		cp.Conn.Close()
+	}
+	if cp.NATS != nil {
+		cp.NATS.Shutdown()
+	}
+}

@@ -1,0 +1,173 @@
+package framework
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// NodeInfo is one node with the pods counted against it. A NodeInfo reachable from a
+// Snapshot is never modified: the cache copies it before changing it (copy-on-write).
+type NodeInfo struct {
+	node        *v1.Node
+	hostname    string
+	allocatable Resource
+	maxPods     int64
+
+	pods      []*podInfo
+	requested Resource // sum of the pods' requests: what filtering compares with allocatable
+	nonZero   Resource // the same with defaults for empty requests: what scoring uses
+	ports     map[portKey]map[string]int
+	owners    map[types.UID]int // pods per controller owner, for spreading replicas
+	labels    map[labelKey]int  // pods per (namespace, label, value), for selector counting
+	anti      []*podInfo        // pods with required anti-affinity terms
+
+	epoch uint64 // cache epoch it was copied in; older ones may be shared with a snapshot
+}
+
+type portKey struct {
+	protocol v1.Protocol
+	port     int32
+}
+
+type labelKey struct{ ns, key, value string }
+
+// Node returns the node object (nil for a node known only through its pods).
+func (n *NodeInfo) Node() *v1.Node { return n.node }
+
+// Requested returns the sum of the requests of the pods on the node.
+func (n *NodeInfo) Requested() Resource { return n.requested.clone() }
+
+// NumPods returns how many pods are counted on the node.
+func (n *NodeInfo) NumPods() int { return len(n.pods) }
+
+func newNodeInfo(epoch uint64) *NodeInfo {
+	return &NodeInfo{
+		ports:  map[portKey]map[string]int{},
+		owners: map[types.UID]int{},
+		labels: map[labelKey]int{},
+		epoch:  epoch,
+	}
+}
+
+func (n *NodeInfo) clone(epoch uint64) *NodeInfo {
+	c := *n
+	c.epoch = epoch
+	c.pods = append([]*podInfo(nil), n.pods...)
+	c.anti = append([]*podInfo(nil), n.anti...)
+	c.requested = n.requested.clone()
+	c.nonZero = n.nonZero.clone()
+	c.ports = make(map[portKey]map[string]int, len(n.ports))
+	for k, ips := range n.ports {
+		m := make(map[string]int, len(ips))
+		for ip, cnt := range ips {
+			m[ip] = cnt
+		}
+		c.ports[k] = m
+	}
+	c.owners = make(map[types.UID]int, len(n.owners))
+	for k, v := range n.owners {
+		c.owners[k] = v
+	}
+	c.labels = make(map[labelKey]int, len(n.labels))
+	for k, v := range n.labels {
+		c.labels[k] = v
+	}
+	return &c
+}
+
+func (n *NodeInfo) setNode(node *v1.Node) {
+	n.node = node
+	n.hostname = node.Labels[hostnameKey]
+	if n.hostname == "" {
+		n.hostname = node.Name
+	}
+	n.allocatable = resourceFromList(node.Status.Allocatable)
+	n.maxPods = 0
+	if q, ok := node.Status.Allocatable[v1.ResourcePods]; ok {
+		n.maxPods = q.Value()
+	}
+}
+
+func (n *NodeInfo) addPod(pi *podInfo) {
+	n.pods = append(n.pods, pi)
+	n.requested.add(&pi.req)
+	n.nonZero.add(&pi.nonZero)
+	n.countPod(pi, 1)
+	if len(pi.anti) > 0 {
+		n.anti = append(n.anti, pi)
+	}
+}
+
+// removePod removes the pod with key and reports whether it was there.
+func (n *NodeInfo) removePod(key string) bool {
+	for i, pi := range n.pods {
+		if pi.key != key {
+			continue
+		}
+		n.pods[i] = n.pods[len(n.pods)-1]
+		n.pods[len(n.pods)-1] = nil
+		n.pods = n.pods[:len(n.pods)-1]
+		n.requested.sub(&pi.req)
+		n.nonZero.sub(&pi.nonZero)
+		n.countPod(pi, -1)
+		for j, a := range n.anti {
+			if a == pi {
+				n.anti = append(n.anti[:j], n.anti[j+1:]...)
+				break
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func (n *NodeInfo) countPod(pi *podInfo, d int) {
+	bump := func(m map[labelKey]int, k labelKey) {
+		if m[k]+d == 0 {
+			delete(m, k)
+		} else {
+			m[k] += d
+		}
+	}
+	for k, v := range pi.pod.Labels {
+		bump(n.labels, labelKey{pi.pod.Namespace, k, v})
+	}
+	if pi.owner != "" {
+		if n.owners[pi.owner]+d == 0 {
+			delete(n.owners, pi.owner)
+		} else {
+			n.owners[pi.owner] += d
+		}
+	}
+	for _, hp := range pi.ports {
+		k := portKey{hp.protocol, hp.port}
+		ips := n.ports[k]
+		if ips == nil {
+			ips = map[string]int{}
+			n.ports[k] = ips
+		}
+		if ips[hp.ip]+d == 0 {
+			delete(ips, hp.ip)
+			if len(ips) == 0 {
+				delete(n.ports, k)
+			}
+		} else {
+			ips[hp.ip] += d
+		}
+	}
+}
+
+// portsConflict: the same protocol and port conflict when either side binds every address
+// or both bind the same one.
+func (n *NodeInfo) portsConflict(want []hostPort) bool {
+	for _, hp := range want {
+		ips := n.ports[portKey{hp.protocol, hp.port}]
+		if len(ips) == 0 {
+			continue
+		}
+		if hp.ip == anyIP || ips[anyIP] > 0 || ips[hp.ip] > 0 {
+			return true
+		}
+	}
+	return false
+}

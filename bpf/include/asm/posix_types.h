@@ -1,0 +1,2 @@
+/* Architecture-neutral stand-in so the uapi headers compile for the BPF target. */
+#include <asm-generic/posix_types.h>

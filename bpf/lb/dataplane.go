@@ -1,0 +1,206 @@
+package lb
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+)
+
+// Dataplane owns the loaded programs and maps. All methods are safe for
+// concurrent use.
+type Dataplane struct {
+	mu      sync.Mutex
+	objs    sockLbObjects
+	term    *link.Iter // nil when the kernel cannot destroy sockets from BPF
+	termErr error
+	links   map[string][]link.Link // by cleaned cgroup path
+	svcs    map[ServiceKey]*svcState
+	revs    revAlloc
+	closed  bool
+}
+
+type svcState struct {
+	rev      uint32
+	backends []Backend // sorted set
+	affSec   uint32
+}
+
+// termObjects is loaded apart from the socket hooks because it needs newer
+// kernel features (BPF iterators, bpf_sock_destroy); without it the hooks work.
+type termObjects struct {
+	SkiffUdpTerm *ebpf.Program `ebpf:"skiff_udp_term"`
+}
+
+// Load loads the programs and maps into the kernel. Nothing is attached yet.
+func Load(opts Options) (*Dataplane, error) {
+	opts = opts.withDefaults()
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("lb: memlock: %w", err)
+	}
+	spec, err := loadSockLb()
+	if err != nil {
+		return nil, fmt.Errorf("lb: spec: %w", err)
+	}
+	spec.Maps["services"].MaxEntries = opts.MaxServices
+	spec.Maps["backends"].MaxEntries = opts.MaxBackends
+	spec.Maps["members"].MaxEntries = opts.MaxBackends
+	spec.Maps["affinity"].MaxEntries = opts.AffinityEntries
+	spec.Maps["udp_fwd"].MaxEntries = opts.SocketEntries
+	spec.Maps["udp_rev"].MaxEntries = opts.SocketEntries
+
+	d := &Dataplane{links: map[string][]link.Link{}, svcs: map[ServiceKey]*svcState{}}
+	var so struct {
+		sockLbMaps
+		SkiffConnect4     *ebpf.Program `ebpf:"skiff_connect4"`
+		SkiffConnect6     *ebpf.Program `ebpf:"skiff_connect6"`
+		SkiffGetpeername4 *ebpf.Program `ebpf:"skiff_getpeername4"`
+		SkiffGetpeername6 *ebpf.Program `ebpf:"skiff_getpeername6"`
+		SkiffRecvmsg4     *ebpf.Program `ebpf:"skiff_recvmsg4"`
+		SkiffRecvmsg6     *ebpf.Program `ebpf:"skiff_recvmsg6"`
+		SkiffSendmsg4     *ebpf.Program `ebpf:"skiff_sendmsg4"`
+		SkiffSendmsg6     *ebpf.Program `ebpf:"skiff_sendmsg6"`
+	}
+	if err := spec.LoadAndAssign(&so, nil); err != nil {
+		return nil, fmt.Errorf("lb: load: %w", err)
+	}
+	d.objs.sockLbMaps = so.sockLbMaps
+	d.objs.sockLbPrograms = sockLbPrograms{
+		SkiffConnect4: so.SkiffConnect4, SkiffConnect6: so.SkiffConnect6,
+		SkiffGetpeername4: so.SkiffGetpeername4, SkiffGetpeername6: so.SkiffGetpeername6,
+		SkiffRecvmsg4: so.SkiffRecvmsg4, SkiffRecvmsg6: so.SkiffRecvmsg6,
+		SkiffSendmsg4: so.SkiffSendmsg4, SkiffSendmsg6: so.SkiffSendmsg6,
+	}
+
+	var to termObjects
+	err = spec.LoadAndAssign(&to, &ebpf.CollectionOptions{MapReplacements: map[string]*ebpf.Map{
+		"udp_rev": d.objs.UdpRev, "members": d.objs.Members,
+	}})
+	if err == nil {
+		d.objs.SkiffUdpTerm = to.SkiffUdpTerm
+		d.term, err = link.AttachIter(link.IterOptions{Program: to.SkiffUdpTerm})
+	}
+	if err != nil {
+		d.termErr = fmt.Errorf("lb: UDP socket termination unavailable: %w", err)
+	}
+	return d, nil
+}
+
+// hooks lists every program with the cgroup hook it serves.
+func (d *Dataplane) hooks() []struct {
+	prog *ebpf.Program
+	at   ebpf.AttachType
+} {
+	p := &d.objs.sockLbPrograms
+	return []struct {
+		prog *ebpf.Program
+		at   ebpf.AttachType
+	}{
+		{p.SkiffConnect4, ebpf.AttachCGroupInet4Connect},
+		{p.SkiffSendmsg4, ebpf.AttachCGroupUDP4Sendmsg},
+		{p.SkiffRecvmsg4, ebpf.AttachCGroupUDP4Recvmsg},
+		{p.SkiffGetpeername4, ebpf.AttachCgroupInet4GetPeername},
+		{p.SkiffConnect6, ebpf.AttachCGroupInet6Connect},
+		{p.SkiffSendmsg6, ebpf.AttachCGroupUDP6Sendmsg},
+		{p.SkiffRecvmsg6, ebpf.AttachCGroupUDP6Recvmsg},
+		{p.SkiffGetpeername6, ebpf.AttachCgroupInet6GetPeername},
+	}
+}
+
+// Attach attaches all hooks to a cgroup v2 directory; sockets of every
+// process below it are load balanced. It may be called for several cgroups.
+func (d *Dataplane) Attach(cgroupPath string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return errClosed
+	}
+	path := filepath.Clean(cgroupPath)
+	if _, ok := d.links[path]; ok {
+		return fmt.Errorf("lb: %s is already attached", path)
+	}
+	var ls []link.Link
+	for _, h := range d.hooks() {
+		l, err := link.AttachCgroup(link.CgroupOptions{Path: path, Attach: h.at, Program: h.prog})
+		if err != nil {
+			for _, l := range ls {
+				l.Close()
+			}
+			return fmt.Errorf("lb: attach %v to %s: %w", h.at, path, err)
+		}
+		ls = append(ls, l)
+	}
+	d.links[path] = ls
+	return nil
+}
+
+// Detach removes the hooks from one cgroup attached earlier.
+func (d *Dataplane) Detach(cgroupPath string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	path := filepath.Clean(cgroupPath)
+	ls, ok := d.links[path]
+	if !ok {
+		return fmt.Errorf("lb: %s is not attached", path)
+	}
+	delete(d.links, path)
+	return closeAll(ls)
+}
+
+// ProgramIDs returns the kernel IDs of the loaded programs (for diagnostics
+// and for checking that Close released them).
+func (d *Dataplane) ProgramIDs() ([]ebpf.ProgramID, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	progs := []*ebpf.Program{d.objs.SkiffUdpTerm}
+	for _, h := range d.hooks() {
+		progs = append(progs, h.prog)
+	}
+	var ids []ebpf.ProgramID
+	for _, p := range progs {
+		if p == nil {
+			continue
+		}
+		info, err := p.Info()
+		if err != nil {
+			return nil, err
+		}
+		id, _ := info.ID()
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// Close detaches every hook and frees programs and maps.
+func (d *Dataplane) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	for path, ls := range d.links {
+		errs = append(errs, closeAll(ls))
+		delete(d.links, path)
+	}
+	if d.term != nil {
+		errs = append(errs, d.term.Close())
+	}
+	errs = append(errs, d.objs.Close())
+	return errors.Join(errs...)
+}
+
+func closeAll(ls []link.Link) error {
+	var errs []error
+	for _, l := range ls {
+		errs = append(errs, l.Close())
+	}
+	return errors.Join(errs...)
+}
+
+var errClosed = errors.New("lb: dataplane is closed")

@@ -1,0 +1,72 @@
+package statelog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Compact drops history below rev: every value superseded before rev and
+// every tombstone below rev is purged from the stream; each key's state at
+// rev stays. The mark is written first (a message on <prefix>.m.compact), so
+// a crash mid-purge never lets a watch from an older revision see a gap, and
+// a restarted Log still answers ErrExpired.
+//
+// Compact only rev <= Rev() and well behind every other view: a view that
+// is still replaying the purged range skips the purged messages.
+func (l *Log) Compact(ctx context.Context, rev uint64) error {
+	if rev <= l.CompactedRev() {
+		return nil
+	}
+	if rev > l.Rev() {
+		return fmt.Errorf("statelog: compact to %d beyond applied revision %d", rev, l.Rev())
+	}
+	plan := l.view.compactPlan(rev)
+	markSeq, err := l.writeMark(ctx, rev)
+	if err != nil {
+		return err
+	}
+	for key, below := range plan {
+		subj, err := keySubject(l.keyBase, key)
+		if err != nil {
+			continue
+		}
+		if err := l.st.Purge(ctx, jetstream.WithPurgeSubject(subj), jetstream.WithPurgeSequence(below)); err != nil {
+			return fmt.Errorf("statelog: purge %s: %w", key, err)
+		}
+	}
+	// Callers expect CompactedRev() to reflect the mark on return.
+	return l.WaitForRev(ctx, markSeq)
+}
+
+// writeMark raises the durable compaction mark to rev (never lowers it).
+func (l *Log) writeMark(ctx context.Context, rev uint64) (uint64, error) {
+	for range casRetries {
+		m, err := l.st.GetLastMsgForSubject(ctx, l.markSubj)
+		var last, seq uint64
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+		case err != nil:
+			return 0, err
+		default:
+			seq = m.Sequence
+			last, _ = strconv.ParseUint(string(m.Data), 10, 64)
+		}
+		if last >= rev {
+			return seq, nil
+		}
+		markSeq, err := l.publish(ctx, l.markSubj, []byte(strconv.FormatUint(rev, 10)), nil, false, seq)
+		if errors.Is(err, errWrongLast) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		// Older marks are noise for a replaying view.
+		return markSeq, l.st.Purge(ctx, jetstream.WithPurgeSubject(l.markSubj), jetstream.WithPurgeSequence(markSeq))
+	}
+	return 0, ErrConflict
+}

@@ -1,0 +1,272 @@
+package statelog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+const (
+	hdrOp      = "Skiff-Op" // "del" marks a tombstone
+	opDelete   = "del"
+	metaMark   = "compact"
+	casRetries = 16
+)
+
+// Log is one client of the state stream with its own in-memory view.
+type Log struct {
+	cfg      Config
+	js       jetstream.JetStream
+	st       jetstream.Stream
+	keyBase  string // <prefix>.k
+	markSubj string // <prefix>.m.compact
+	view     *view
+	cc       jetstream.ConsumeContext
+	closed   atomic.Bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
+
+	errMu   sync.Mutex
+	lastErr error
+}
+
+// Open creates the stream if needed, replays it into the view and returns
+// once the view has caught up with the stream's last sequence at Open.
+func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
+	cfg.defaults()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	storage := jetstream.FileStorage
+	if cfg.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	sc := jetstream.StreamConfig{
+		Name:              cfg.Stream,
+		Subjects:          []string{cfg.Prefix + ".>"},
+		Storage:           storage,
+		Replicas:          cfg.Replicas,
+		Retention:         jetstream.LimitsPolicy,
+		MaxMsgsPerSubject: -1, // history stays until Compact
+		AllowDirect:       true,
+		DenyDelete:        true,
+	}
+	st, err := js.CreateStream(ctx, sc)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		st, err = js.Stream(ctx, cfg.Stream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("statelog: stream %s: %w", cfg.Stream, err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{
+		cfg:      cfg,
+		js:       js,
+		st:       st,
+		keyBase:  cfg.Prefix + ".k",
+		markSubj: cfg.Prefix + ".m." + metaMark,
+		view:     newView(),
+		stop:     make(chan struct{}),
+	}
+	if info.State.Msgs == 0 {
+		// Nothing to replay, but revisions continue from the last sequence.
+		l.view.rev = info.State.LastSeq
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return nil, err
+	}
+	l.cc, err = cons.Consume(l.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		l.errMu.Lock()
+		l.lastErr = err
+		l.errMu.Unlock()
+	}))
+	if err != nil {
+		return nil, err
+	}
+	if err := l.WaitForRev(ctx, info.State.LastSeq); err != nil {
+		l.Close()
+		return nil, err
+	}
+	l.wg.Add(1)
+	go l.bookmarkLoop()
+	return l, nil
+}
+
+func (l *Log) handle(m jetstream.Msg) {
+	md, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	seq := md.Sequence.Stream
+	subj := m.Subject()
+	if strings.HasPrefix(subj, l.keyBase+".") {
+		key, err := subjectKey(l.keyBase, subj)
+		if err == nil {
+			h := m.Headers()
+			l.view.applyKey(seq, key, h.Get(hdrOp) == opDelete, m.Data(), fromNATSHeader(h))
+			return
+		}
+	}
+	var mark uint64
+	if subj == l.markSubj {
+		mark, _ = strconv.ParseUint(string(m.Data()), 10, 64)
+	}
+	l.view.applyOther(seq, mark)
+}
+
+func (l *Log) bookmarkLoop() {
+	defer l.wg.Done()
+	// Ticking at half the interval keeps every watcher within one interval.
+	t := time.NewTicker(l.cfg.BookmarkInterval / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			l.view.bookmark()
+		case <-l.stop:
+			return
+		}
+	}
+}
+
+// Close stops the view and ends all watches with ErrClosed. It does not
+// close the NATS connection.
+func (l *Log) Close() error {
+	if l.closed.Swap(true) {
+		return nil
+	}
+	l.cc.Stop()
+	close(l.stop)
+	l.wg.Wait()
+	v := l.view
+	v.mu.Lock()
+	for w := range v.watchers {
+		delete(v.watchers, w)
+		w.finish(ErrClosed)
+	}
+	v.mu.Unlock()
+	return nil
+}
+
+// ConsumerErr is the last error the view's consumer reported (diagnostics).
+func (l *Log) ConsumerErr() error {
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	return l.lastErr
+}
+
+// Rev is the revision the view has applied.
+func (l *Log) Rev() uint64 {
+	l.view.mu.RLock()
+	defer l.view.mu.RUnlock()
+	return l.view.rev
+}
+
+// CompactedRev is the revision below which history is gone.
+func (l *Log) CompactedRev() uint64 {
+	l.view.mu.RLock()
+	defer l.view.mu.RUnlock()
+	return l.view.compacted
+}
+
+// WaitForRev waits until the view has applied rev.
+func (l *Log) WaitForRev(ctx context.Context, rev uint64) error {
+	v := l.view
+	for {
+		v.mu.RLock()
+		cur, ch := v.rev, v.changed
+		v.mu.RUnlock()
+		if cur >= rev {
+			return nil
+		}
+		if l.closed.Load() {
+			return ErrClosed
+		}
+		select {
+		case <-ch:
+		case <-l.stop:
+			return ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (l *Log) waitRead(ctx context.Context, o ReadOptions) error {
+	target := o.MinRev
+	if o.Consistent {
+		info, err := l.st.Info(ctx)
+		if err != nil {
+			return err
+		}
+		target = max(target, info.State.LastSeq)
+	}
+	if target == 0 {
+		return nil
+	}
+	return l.WaitForRev(ctx, target)
+}
+
+// Get returns the live value of key.
+func (l *Log) Get(ctx context.Context, key string, o ReadOptions) (Entry, error) {
+	if err := l.waitRead(ctx, o); err != nil {
+		return Entry{}, err
+	}
+	e, _, ok := l.view.get(key)
+	if !ok {
+		return Entry{}, ErrNotFound
+	}
+	return e, nil
+}
+
+// List returns the live entries whose key starts with prefix, sorted by
+// key, and the revision the list reflects.
+func (l *Log) List(ctx context.Context, prefix string, o ReadOptions) ([]Entry, uint64, error) {
+	if err := l.waitRead(ctx, o); err != nil {
+		return nil, 0, err
+	}
+	es, rev := l.view.list(prefix)
+	return es, rev, nil
+}
+
+func toNATSHeader(h Header) nats.Header {
+	nh := make(nats.Header, len(h)+1)
+	for k, v := range h {
+		if reservedHeader(k) {
+			continue
+		}
+		nh[k] = []string{v}
+	}
+	return nh
+}
+
+func fromNATSHeader(nh nats.Header) Header {
+	var h Header
+	for k, vs := range nh {
+		if reservedHeader(k) || len(vs) == 0 {
+			continue
+		}
+		if h == nil {
+			h = Header{}
+		}
+		h[k] = vs[0]
+	}
+	return h
+}
+
+func reservedHeader(k string) bool {
+	return len(k) >= 5 && (strings.EqualFold(k[:5], "Nats-") || len(k) >= 6 && strings.EqualFold(k[:6], "Skiff-"))
+}

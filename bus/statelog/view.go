@@ -1,0 +1,185 @@
+package statelog
+
+import (
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/google/btree"
+)
+
+type item struct {
+	key string
+	e   Entry
+}
+
+func lessItem(a, b *item) bool { return a.key < b.key }
+
+// view is the in-memory state built from the stream: live keys, tombstones
+// still in the stream (a re-create must CAS on them), and the event history
+// since the compaction mark (the watch cache).
+type view struct {
+	mu        sync.RWMutex
+	rev       uint64
+	compacted uint64
+	live      *btree.BTreeG[*item]
+	tombs     map[string]uint64
+	history   []Event
+	watchers  map[*Watcher]struct{}
+	changed   chan struct{} // closed and replaced whenever rev advances
+}
+
+func newView() *view {
+	return &view{
+		live:     btree.NewG(32, lessItem),
+		tombs:    map[string]uint64{},
+		watchers: map[*Watcher]struct{}{},
+		changed:  make(chan struct{}),
+	}
+}
+
+func (v *view) advance(seq uint64) {
+	v.rev = seq
+	close(v.changed)
+	v.changed = make(chan struct{})
+}
+
+// applyKey applies one key message at stream sequence seq.
+func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if seq <= v.rev {
+		return // redelivery after a consumer reset
+	}
+	prev, had := v.live.Get(&item{key: key})
+	var ev Event
+	if del {
+		if !had {
+			v.tombs[key] = seq
+			v.advance(seq)
+			return
+		}
+		v.live.Delete(prev)
+		v.tombs[key] = seq
+		ev = Event{Type: EventDelete, Key: key, Rev: seq, Value: prev.e.Value, PrevRev: prev.e.Rev, PrevValue: prev.e.Value, Header: h}
+	} else {
+		delete(v.tombs, key)
+		v.live.ReplaceOrInsert(&item{key: key, e: Entry{Key: key, Rev: seq, Value: value, Header: h}})
+		ev = Event{Type: EventPut, Key: key, Rev: seq, Value: value, Header: h}
+		if had {
+			ev.PrevRev, ev.PrevValue = prev.e.Rev, prev.e.Value
+		}
+	}
+	v.history = append(v.history, ev)
+	v.advance(seq)
+	v.fanout(ev)
+}
+
+// applyOther advances the revision for a message outside the key space.
+func (v *view) applyOther(seq uint64, compactTo uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if seq <= v.rev {
+		return
+	}
+	if compactTo > v.compacted {
+		v.compacted = compactTo
+		i := sort.Search(len(v.history), func(i int) bool { return v.history[i].Rev > compactTo })
+		v.history = append([]Event(nil), v.history[i:]...)
+		for k, r := range v.tombs {
+			if r < compactTo {
+				delete(v.tombs, k)
+			}
+		}
+	}
+	v.advance(seq)
+}
+
+func (v *view) fanout(ev Event) {
+	for w := range v.watchers {
+		if ev.Rev <= w.start || !strings.HasPrefix(ev.Key, w.prefix) {
+			continue
+		}
+		select {
+		case w.in <- ev:
+		default:
+			delete(v.watchers, w)
+			w.finish(ErrTooSlow)
+		}
+	}
+}
+
+func (v *view) bookmark() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for w := range v.watchers {
+		if !w.bookmarks || v.rev < w.start {
+			continue
+		}
+		select {
+		case w.in <- Event{Type: EventBookmark, Rev: v.rev}:
+		default: // a full buffer already carries fresher news than a bookmark
+		}
+	}
+}
+
+func (v *view) get(key string) (Entry, uint64, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	it, ok := v.live.Get(&item{key: key})
+	if !ok {
+		return Entry{}, v.rev, false
+	}
+	return it.e, v.rev, true
+}
+
+// state tells what the view knows of key: live rev, or tombstone rev.
+func (v *view) state(key string) (liveRev, tombRev uint64) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if it, ok := v.live.Get(&item{key: key}); ok {
+		return it.e.Rev, 0
+	}
+	return 0, v.tombs[key]
+}
+
+func (v *view) list(prefix string) ([]Entry, uint64) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	var out []Entry
+	v.live.AscendGreaterOrEqual(&item{key: prefix}, func(it *item) bool {
+		if !strings.HasPrefix(it.key, prefix) {
+			return false
+		}
+		out = append(out, it.e)
+		return true
+	})
+	return out, v.rev
+}
+
+// compactPlan lists, per key, the sequence below which its subject can be
+// purged: each key keeps its state at rev (the last write <= rev: a later
+// delete event needs that value), except a tombstone below rev.
+func (v *view) compactPlan(rev uint64) map[string]uint64 {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	plan := map[string]uint64{}
+	for _, ev := range v.history {
+		if ev.Rev > rev {
+			break
+		}
+		if ev.Type == EventDelete && ev.Rev < rev {
+			plan[ev.Key] = ev.Rev + 1
+		} else {
+			plan[ev.Key] = ev.Rev
+		}
+	}
+	// Tombstones with no delete event in this history (deleted while not
+	// live, or replayed after an earlier compaction) go too.
+	for k, r := range v.tombs {
+		if r < rev && plan[k] <= r {
+			plan[k] = r + 1
+		}
+	}
+	return plan
+}

@@ -1,0 +1,140 @@
+package statelog
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Watcher streams events for one key prefix. The view pushes live events
+// into in without blocking (overflow ends the watch with ErrTooSlow); a
+// goroutine per watcher first sends the initial events, then forwards in.
+type Watcher struct {
+	prefix    string
+	start     uint64 // live events with Rev <= start are covered by initial
+	bookmarks bool
+	initial   []Event
+	in        chan Event
+	out       chan Event
+	done      chan struct{}
+	v         *view
+
+	once sync.Once
+	mu   sync.Mutex
+	err  error
+}
+
+// Events is closed when the watch ends; Err then tells why.
+func (w *Watcher) Events() <-chan Event { return w.out }
+
+// Err is nil after Stop or context cancellation, ErrTooSlow after an
+// overflow, ErrClosed when the Log closed.
+func (w *Watcher) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Stop ends the watch.
+func (w *Watcher) Stop() {
+	w.v.mu.Lock()
+	delete(w.v.watchers, w)
+	w.v.mu.Unlock()
+	w.finish(nil)
+}
+
+// finish records why the watch ended; the first reason wins.
+func (w *Watcher) finish(err error) {
+	w.once.Do(func() {
+		w.mu.Lock()
+		w.err = err
+		w.mu.Unlock()
+		close(w.done)
+	})
+}
+
+func (w *Watcher) run(ctx context.Context) {
+	defer close(w.out)
+	send := func(ev Event) bool {
+		select {
+		case w.out <- ev:
+			return true
+		case <-w.done:
+		case <-ctx.Done():
+			w.Stop()
+		}
+		return false
+	}
+	for _, ev := range w.initial {
+		if !send(ev) {
+			return
+		}
+	}
+	w.initial = nil
+	for {
+		select {
+		case ev := <-w.in:
+			if !send(ev) {
+				return
+			}
+		case <-w.done:
+			return
+		case <-ctx.Done():
+			w.Stop()
+			return
+		}
+	}
+}
+
+// Watch streams events on keys starting with prefix (a plain string prefix).
+func (l *Log) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watcher, error) {
+	if l.closed.Load() {
+		return nil, ErrClosed
+	}
+	if o.SendInitial && o.FromRev > 0 {
+		if err := l.WaitForRev(ctx, o.FromRev); err != nil {
+			return nil, err
+		}
+	}
+	v := l.view
+	w := &Watcher{
+		prefix:    prefix,
+		bookmarks: o.Bookmarks,
+		in:        make(chan Event, l.cfg.WatchBuffer),
+		out:       make(chan Event),
+		done:      make(chan struct{}),
+		v:         v,
+	}
+	v.mu.Lock()
+	if o.FromRev > 0 && o.FromRev < v.compacted {
+		v.mu.Unlock()
+		return nil, ErrExpired
+	}
+	switch {
+	case o.SendInitial:
+		w.start = v.rev
+		v.live.AscendGreaterOrEqual(&item{key: prefix}, func(it *item) bool {
+			if !strings.HasPrefix(it.key, prefix) {
+				return false
+			}
+			w.initial = append(w.initial, Event{Type: EventPut, Key: it.key, Rev: it.e.Rev, Value: it.e.Value, Header: it.e.Header})
+			return true
+		})
+		w.initial = append(w.initial, Event{Type: EventBookmark, Rev: v.rev, InitialEnd: true})
+	case o.FromRev > 0:
+		w.start = max(o.FromRev, v.rev)
+		i := sort.Search(len(v.history), func(i int) bool { return v.history[i].Rev > o.FromRev })
+		for _, ev := range v.history[i:] {
+			if strings.HasPrefix(ev.Key, prefix) {
+				w.initial = append(w.initial, ev)
+			}
+		}
+	default:
+		w.start = v.rev
+	}
+	v.watchers[w] = struct{}{}
+	v.mu.Unlock()
+	go w.run(ctx)
+	return w, nil
+}

@@ -1,0 +1,159 @@
+package statelog
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+var errWrongLast = errors.New("statelog: wrong last subject sequence")
+
+// publish appends a message on subj if the subject's last sequence is expect
+// (0: the subject has no message).
+func (l *Log) publish(ctx context.Context, subj string, data []byte, h Header, del bool, expect uint64) (uint64, error) {
+	if l.closed.Load() {
+		return 0, ErrClosed
+	}
+	m := &nats.Msg{Subject: subj, Data: data, Header: toNATSHeader(h)}
+	if del {
+		m.Header[hdrOp] = []string{opDelete}
+	}
+	ack, err := l.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(expect))
+	if err != nil {
+		var ae *jetstream.APIError
+		if errors.As(err, &ae) && (ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			return 0, errWrongLast
+		}
+		return 0, err
+	}
+	// Read-your-writes on this Log: return once the view has the write. The
+	// write stands even if the wait is cut short.
+	_ = l.WaitForRev(ctx, ack.Sequence)
+	return ack.Sequence, nil
+}
+
+// lastFor asks the stream for the subject's last message.
+func (l *Log) lastFor(ctx context.Context, subj string) (seq uint64, live bool, err error) {
+	m, err := l.st.GetLastMsgForSubject(ctx, subj)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return m.Sequence, m.Header.Get(hdrOp) != opDelete, nil
+}
+
+// isTombstone reports whether rev is a tombstone of subj. The CAS alone
+// cannot tell: expecting a tombstone's sequence succeeds.
+func (l *Log) isTombstone(ctx context.Context, key, subj string, rev uint64) (bool, error) {
+	liveRev, tombRev := l.view.state(key)
+	if liveRev == rev {
+		return false, nil
+	}
+	if tombRev == rev {
+		return true, nil
+	}
+	if rev <= l.Rev() {
+		return false, nil // not this key's latest write: the CAS fails anyway
+	}
+	m, err := l.st.GetMsg(ctx, rev)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return m.Subject == subj && m.Header.Get(hdrOp) == opDelete, nil
+}
+
+// Create writes key if it is not live; ErrExists otherwise.
+func (l *Log) Create(ctx context.Context, key string, value []byte, h Header) (uint64, error) {
+	subj, err := keySubject(l.keyBase, key)
+	if err != nil {
+		return 0, err
+	}
+	liveRev, expect := l.view.state(key)
+	if liveRev != 0 {
+		// The view may be behind a delete; ask the stream.
+		seq, live, err := l.lastFor(ctx, subj)
+		if err != nil {
+			return 0, err
+		}
+		if live {
+			return 0, ErrExists
+		}
+		expect = seq
+	}
+	for range casRetries {
+		rev, err := l.publish(ctx, subj, value, h, false, expect)
+		if !errors.Is(err, errWrongLast) {
+			return rev, err
+		}
+		seq, live, err := l.lastFor(ctx, subj)
+		if err != nil {
+			return 0, err
+		}
+		if live {
+			return 0, ErrExists
+		}
+		expect = seq
+	}
+	return 0, ErrConflict
+}
+
+// Update replaces the live value of key if its revision is expectedRev
+// (ErrConflict otherwise, ErrNotFound if the key is not live). expectedRev 0
+// means unconditional (the key must still be live).
+func (l *Log) Update(ctx context.Context, key string, value []byte, expectedRev uint64, h Header) (uint64, error) {
+	return l.change(ctx, key, value, expectedRev, h, false)
+}
+
+// Delete writes a tombstone for key if its revision is expectedRev (0:
+// unconditional). The delete event carries the last value.
+func (l *Log) Delete(ctx context.Context, key string, expectedRev uint64, h Header) (uint64, error) {
+	return l.change(ctx, key, nil, expectedRev, h, true)
+}
+
+func (l *Log) change(ctx context.Context, key string, value []byte, expectedRev uint64, h Header, del bool) (uint64, error) {
+	subj, err := keySubject(l.keyBase, key)
+	if err != nil {
+		return 0, err
+	}
+	unconditional := expectedRev == 0
+	for range casRetries {
+		if unconditional {
+			seq, live, err := l.lastFor(ctx, subj)
+			if err != nil {
+				return 0, err
+			}
+			if !live {
+				return 0, ErrNotFound
+			}
+			expectedRev = seq
+		} else if tomb, err := l.isTombstone(ctx, key, subj, expectedRev); err != nil {
+			return 0, err
+		} else if tomb {
+			return 0, ErrNotFound
+		}
+		rev, err := l.publish(ctx, subj, value, h, del, expectedRev)
+		if !errors.Is(err, errWrongLast) {
+			return rev, err
+		}
+		if unconditional {
+			continue
+		}
+		_, live, err := l.lastFor(ctx, subj)
+		if err != nil {
+			return 0, err
+		}
+		if !live {
+			return 0, ErrNotFound
+		}
+		return 0, ErrConflict
+	}
+	return 0, ErrConflict
+}

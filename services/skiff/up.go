@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skiff-sh/skiff/actors/controlplane"
+)
+
+func defaultDataDir() string {
+	if d := os.Getenv("SKIFF_DATA_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".skiff"
+	}
+	return filepath.Join(home, ".skiff")
+}
+
+func newUp() *cobra.Command {
+	cfg := controlplane.Config{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run all of Skiff in this process, with an embedded NATS JetStream server",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runControlPlane(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "where the state log (JetStream store) and the kubeconfig live")
+	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "apiserver address")
+	f.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS (JetStream) cluster instead of the embedded server")
+	f.IntVar(&cfg.NATSPort, "nats-port", 4222, "embedded NATS client port (0 = in-process only)")
+	f.IntVar(&cfg.Replicas, "replicas", 1, "replicas of the state stream (3 on a NATS cluster)")
+	f.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "ClusterIP range")
+	f.DurationVar(&cfg.CompactEvery, "compact-every", 5*time.Minute, "how often old history is compacted")
+	f.DurationVar(&cfg.CompactKeep, "compact-keep", 5*time.Minute, "how much history watches can resume from")
+	return cmd
+}
+
+func runControlPlane(ctx context.Context, cfg controlplane.Config) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	start := time.Now()
+	cp, err := controlplane.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	kubeconfig := ""
+	if cfg.DataDir != "" && cp.URL() != "" {
+		kubeconfig = filepath.Join(cfg.DataDir, "kubeconfig")
+		if err := os.WriteFile(kubeconfig, []byte(kubeconfigFor(cp.URL(), "")), 0o600); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "skiff is up in %v: API %s, state revision %d\n", time.Since(start).Round(time.Millisecond), cp.URL(), cp.Log.Rev())
+	if kubeconfig != "" {
+		fmt.Fprintf(os.Stderr, "kubectl: export KUBECONFIG=%s\n", kubeconfig)
+	}
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "skiff: shutting down")
+	return nil
+}
