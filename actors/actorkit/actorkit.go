@@ -61,9 +61,11 @@ func (s *System) Request(pid *PID, msg any, timeout time.Duration) (any, error) 
 	return s.sys.Root.RequestFuture(pid, msg, timeout).Result()
 }
 
-// Stop stops an actor and waits until it has stopped.
+// Stop stops an actor after the messages already in its mailbox, and waits until it has
+// stopped. (A poison pill: the library's StopFuture does not complete for guardian-supervised
+// actors.)
 func (s *System) Stop(pid *PID) {
-	_ = s.sys.Root.StopFuture(pid).Wait()
+	_ = s.sys.Root.PoisonFuture(pid).Wait()
 }
 
 // Shutdown stops the whole system.

@@ -266,7 +266,7 @@ func (c *Client) List(ctx context.Context, k *schemas.Kind, namespace string, qu
 		return nil, "", err
 	}
 	var l struct {
-		Metadata metav1.ListMeta  `json:"metadata"`
+		Metadata metav1.ListMeta   `json:"metadata"`
 		Items    []json.RawMessage `json:"items"`
 	}
 	if err := json.Unmarshal(out, &l); err != nil {

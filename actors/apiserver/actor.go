@@ -39,29 +39,28 @@ type WireResponse struct {
 // ActorConfig configures the apiserver actor.
 type ActorConfig struct {
 	Server   *Server
-	Listener net.Listener // HTTP; nil = no HTTP endpoint
+	Listener net.Listener // HTTP; nil = no HTTP endpoint. A restarted actor re-listens on its address.
 	NATS     *nats.Conn   // request/reply endpoint; nil = none
 	Logger   *slog.Logger
+
+	listenerUsed bool
 }
 
 // apiActor owns the HTTP and NATS endpoints; requests are served concurrently by them, while
 // the actor gives the endpoints a supervised lifecycle.
 type apiActor struct {
-	cfg  ActorConfig
+	cfg  *ActorConfig
 	http *http.Server
 	sub  *nats.Subscription
 }
 
-// NewActor returns the producer of the apiserver actor. The listener outlives restarts of the
-// actor: a restart re-serves it rather than re-binding the port.
+// NewActor returns the producer of the apiserver actor.
 func NewActor(cfg ActorConfig) func() actorkit.Actor {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Listener != nil {
-		cfg.Listener = &keepOpenListener{Listener: cfg.Listener}
-	}
-	return func() actorkit.Actor { return &apiActor{cfg: cfg} }
+	shared := &cfg
+	return func() actorkit.Actor { return &apiActor{cfg: shared} }
 }
 
 func (a *apiActor) Receive(ctx actorkit.Context) {
@@ -77,10 +76,14 @@ func (a *apiActor) Receive(ctx actorkit.Context) {
 
 func (a *apiActor) start() error {
 	if a.cfg.Listener != nil {
+		ln, err := a.listener()
+		if err != nil {
+			return err
+		}
 		a.http = &http.Server{Handler: a.cfg.Server.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		srv := a.http
 		go func() {
-			if err := srv.Serve(a.cfg.Listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 				a.cfg.Logger.Error("apiserver http", "err", err)
 			}
 		}()
@@ -129,8 +132,19 @@ func (s *Server) ServeWire(ctx context.Context, req WireRequest) []byte {
 	return out
 }
 
-// keepOpenListener ignores Close so that http.Server.Shutdown on an actor restart leaves the
-// port bound for the restarted actor; CloseListener really closes it.
-type keepOpenListener struct{ net.Listener }
-
-func (l *keepOpenListener) Close() error { return nil }
+// listener returns the configured listener the first time; after a restart (Shutdown closed
+// it) it binds the same address again.
+func (a *apiActor) listener() (net.Listener, error) {
+	if a.cfg.Listener == nil {
+		return nil, errors.New("no listener")
+	}
+	if !a.cfg.listenerUsed {
+		a.cfg.listenerUsed = true
+		return a.cfg.Listener, nil
+	}
+	ln, err := net.Listen(a.cfg.Listener.Addr().Network(), a.cfg.Listener.Addr().String())
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: listen again on %s: %w", a.cfg.Listener.Addr(), err)
+	}
+	return ln, nil
+}

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/internal/testutil"
 )

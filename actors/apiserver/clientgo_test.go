@@ -77,10 +77,13 @@ func TestClientGoInformerListsAndWatchesPods(t *testing.T) {
 			}
 		},
 	})
+	t0 := time.Now()
+	defer func() { t.Logf("took %v", time.Since(t0)) }()
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
 		t.Fatal("informer never synced")
 	}
+	t.Logf("synced after %v", time.Since(t0))
 	if err := rec.has("add before"); err != nil {
 		t.Fatal("initial list: ", err)
 	}

@@ -26,8 +26,8 @@ func (s *Server) serveVersion(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) serveCoreVersions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, &metav1.APIVersions{
-		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
-		Versions: []string{"v1"},
+		TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
+		Versions:                   []string{"v1"},
 		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host}},
 	})
 }

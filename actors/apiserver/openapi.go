@@ -49,8 +49,8 @@ func (s *Server) serveOpenAPIGroupVersion(w http.ResponseWriter, r *http.Request
 		p += k.Resource + "/{name}"
 		paths[p] = map[string]any{"patch": map[string]any{
 			"x-kubernetes-group-version-kind": map[string]string{"group": k.GVK.Group, "version": k.GVK.Version, "kind": k.GVK.Kind},
-			"parameters": []map[string]any{{"name": "fieldValidation", "in": "query", "schema": map[string]string{"type": "string"}}},
-			"responses":  map[string]any{"200": map[string]string{"description": "OK"}},
+			"parameters":                      []map[string]any{{"name": "fieldValidation", "in": "query", "schema": map[string]string{"type": "string"}}},
+			"responses":                       map[string]any{"200": map[string]string{"description": "OK"}},
 		}}
 	}
 	if len(paths) == 0 {

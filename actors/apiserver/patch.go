@@ -2,12 +2,15 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"encoding/json"
 	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -25,7 +28,7 @@ func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, cont
 	case types.ApplyYAMLPatchType:
 		return s.apply(ctx, k, ns, name, sub, body, wo)
 	default:
-		return nil, apierrors.NewUnsupportedMediaType(contentType)
+		return nil, unsupportedMediaType(contentType)
 	}
 	if len(body) == 0 {
 		return nil, badRequest("the patch body is empty")
@@ -103,4 +106,11 @@ func (s *Server) apply(ctx context.Context, k *schemas.Kind, ns, name, sub strin
 		return s.createObject(ctx, k, ns, applied, wo)
 	}
 	return s.patch(ctx, k, ns, name, sub, string(types.StrategicMergePatchType), patchJSON, wo)
+}
+
+func unsupportedMediaType(ct string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the body of the request was in an unknown format %q - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml", ct),
+	}}
 }

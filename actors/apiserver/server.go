@@ -138,6 +138,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
+		if isProtobuf(r.Header.Get("Content-Type")) && len(body) > 0 {
+			if body, err = protobufToJSON(body); err != nil {
+				writeError(w, err)
+				return
+			}
+		}
 	}
 	wo := writeOptionsFrom(info)
 	var obj runtime.Object
@@ -205,9 +211,9 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 
 // writeOptions are the query parameters that shape a write.
 type writeOptions struct {
-	dryRun          bool
-	strict          bool // fieldValidation=Strict: unknown fields are errors
-	fieldManager    string
+	dryRun       bool
+	strict       bool // fieldValidation=Strict: unknown fields are errors
+	fieldManager string
 }
 
 func writeOptionsFrom(info requestInfo) writeOptions {

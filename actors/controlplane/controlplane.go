@@ -45,6 +45,7 @@ type ControlPlane struct {
 	API      *apiserver.Server
 	Actors   *actorkit.System
 	Client   *apiclient.Client // in-cluster client over NATS
+	pids     []*actorkit.PID   // spawned actors, stopped in reverse order
 	listener net.Listener
 	cancel   context.CancelFunc
 }
@@ -93,7 +94,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 		}
 	}
 	cp.Actors = actorkit.NewSystem()
-	if _, err := cp.Actors.Spawn("apiserver", apiserver.NewActor(apiserver.ActorConfig{
+	if err := cp.spawn("apiserver", apiserver.NewActor(apiserver.ActorConfig{
 		Server: cp.API, Listener: cp.listener, NATS: cp.Conn, Logger: cfg.Logger,
 	})); err != nil {
 		return nil, err
@@ -105,6 +106,15 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 		go cp.compactLoop(bg)
 	}
 	return cp, cp.waitReady(ctx)
+}
+
+func (cp *ControlPlane) spawn(name string, producer func() actorkit.Actor) error {
+	pid, err := cp.Actors.Spawn(name, producer)
+	if err != nil {
+		return err
+	}
+	cp.pids = append(cp.pids, pid)
+	return nil
 }
 
 // URL is the apiserver's HTTP base URL ("" without HTTP).
@@ -163,6 +173,9 @@ func (cp *ControlPlane) Stop() {
 		cp.cancel()
 	}
 	if cp.Actors != nil {
+		for i := len(cp.pids) - 1; i >= 0; i-- {
+			cp.Actors.Stop(cp.pids[i])
+		}
 		cp.Actors.Shutdown()
 	}
 	if cp.listener != nil {

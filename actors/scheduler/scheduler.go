@@ -28,11 +28,11 @@ const Name = "default-scheduler"
 
 // Config configures the scheduler actor.
 type Config struct {
-	Log      *statelog.Log
-	Client   *apiclient.Client
-	Binders  int // concurrent binds in flight; default 32
-	Options  framework.Options
-	OnBind   func(pod, node string) // test hook, may be nil
+	Log     *statelog.Log
+	Client  *apiclient.Client
+	Binders int // concurrent binds in flight; default 32
+	Options framework.Options
+	OnBind  func(pod, node string) // test hook, may be nil
 }
 
 // Crash is a test hook: the actor panics on it, and its supervisor restarts it.
@@ -99,7 +99,7 @@ func (st *state) startCaches() {
 		Delete: func(o runtime.Object) { st.cache.DeleteNode(o.(*corev1.Node).Name) },
 	})
 	st.pods.AddHandler(informer.Funcs{
-		Add: func(o runtime.Object) { st.onPod(nil, o.(*corev1.Pod)) },
+		Add:    func(o runtime.Object) { st.onPod(nil, o.(*corev1.Pod)) },
 		Update: func(old, o runtime.Object) { st.onPod(old.(*corev1.Pod), o.(*corev1.Pod)) },
 		Delete: func(o runtime.Object) {
 			p := o.(*corev1.Pod)

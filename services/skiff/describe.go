@@ -139,4 +139,3 @@ func mapLine(v any) string {
 	}
 	return strings.Join(parts, "\n              ")
 }
-

@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -10,15 +12,17 @@ import (
 type NodeInfo struct {
 	node        *v1.Node
 	hostname    string
+	zone        string   // topology.kubernetes.io/zone, read on every spread check
+	taintReason []string // the TaintToleration reason for each of node.Spec.Taints
 	allocatable Resource
-	maxPods     int64
+	maxPods     int64 // -1: unlimited
 
 	pods      []*podInfo
 	requested Resource // sum of the pods' requests: what filtering compares with allocatable
 	nonZero   Resource // the same with defaults for empty requests: what scoring uses
 	ports     map[portKey]map[string]int
 	owners    map[types.UID]int // pods per controller owner, for spreading replicas
-	labels    map[labelKey]int  // pods per (namespace, label, value), for selector counting
+	labels    map[uint32]int32  // pods per interned (namespace, label, value), for selectors
 	anti      []*podInfo        // pods with required anti-affinity terms
 
 	epoch uint64 // cache epoch it was copied in; older ones may be shared with a snapshot
@@ -28,8 +32,6 @@ type portKey struct {
 	protocol v1.Protocol
 	port     int32
 }
-
-type labelKey struct{ ns, key, value string }
 
 // Node returns the node object (nil for a node known only through its pods).
 func (n *NodeInfo) Node() *v1.Node { return n.node }
@@ -44,7 +46,7 @@ func newNodeInfo(epoch uint64) *NodeInfo {
 	return &NodeInfo{
 		ports:  map[portKey]map[string]int{},
 		owners: map[types.UID]int{},
-		labels: map[labelKey]int{},
+		labels: map[uint32]int32{},
 		epoch:  epoch,
 	}
 }
@@ -68,7 +70,7 @@ func (n *NodeInfo) clone(epoch uint64) *NodeInfo {
 	for k, v := range n.owners {
 		c.owners[k] = v
 	}
-	c.labels = make(map[labelKey]int, len(n.labels))
+	c.labels = make(map[uint32]int32, len(n.labels))
 	for k, v := range n.labels {
 		c.labels[k] = v
 	}
@@ -81,8 +83,13 @@ func (n *NodeInfo) setNode(node *v1.Node) {
 	if n.hostname == "" {
 		n.hostname = node.Name
 	}
+	n.zone = node.Labels[v1.LabelTopologyZone]
+	n.taintReason = make([]string, len(node.Spec.Taints))
+	for i, t := range node.Spec.Taints {
+		n.taintReason[i] = fmt.Sprintf("node(s) had untolerated taint {%s: %s}", t.Key, t.Value)
+	}
 	n.allocatable = resourceFromList(node.Status.Allocatable)
-	n.maxPods = 0
+	n.maxPods = -1 // a node that reports no pod capacity is not limited by count
 	if q, ok := node.Status.Allocatable[v1.ResourcePods]; ok {
 		n.maxPods = q.Value()
 	}
@@ -122,15 +129,12 @@ func (n *NodeInfo) removePod(key string) bool {
 }
 
 func (n *NodeInfo) countPod(pi *podInfo, d int) {
-	bump := func(m map[labelKey]int, k labelKey) {
-		if m[k]+d == 0 {
-			delete(m, k)
+	for _, id := range pi.labelIDs {
+		if c := n.labels[id] + int32(d); c == 0 {
+			delete(n.labels, id)
 		} else {
-			m[k] += d
+			n.labels[id] = c
 		}
-	}
-	for k, v := range pi.pod.Labels {
-		bump(n.labels, labelKey{pi.pod.Namespace, k, v})
 	}
 	if pi.owner != "" {
 		if n.owners[pi.owner]+d == 0 {

@@ -20,6 +20,8 @@ type podInfo struct {
 	ports   []hostPort
 	owner   types.UID // controller owner, "" when none
 	anti    []affinityTerm
+	// labelIDs are the interned labels; set only for pods counted in a cache.
+	labelIDs []uint32
 }
 
 // affinityTerm is a compiled required (anti-)affinity term.

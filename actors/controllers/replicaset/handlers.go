@@ -1,0 +1,94 @@
+package replicaset
+
+import (
+	"reflect"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+)
+
+// owner resolves a pod's controller reference to a ReplicaSet in the cache (same UID).
+func (c *controller) owner(p *corev1.Pod, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
+	if ref == nil || ref.Kind != gvk.Kind {
+		return nil
+	}
+	o, ok := c.rss.Get(p.Namespace, ref.Name)
+	if !ok || o.(*appsv1.ReplicaSet).UID != ref.UID {
+		return nil
+	}
+	return o.(*appsv1.ReplicaSet)
+}
+
+// enqueueMatching wakes the ReplicaSets that might adopt an orphan pod.
+func (c *controller) enqueueMatching(p *corev1.Pod) {
+	for _, o := range c.rss.List(func(o runtime.Object) bool { return o.(*appsv1.ReplicaSet).Namespace == p.Namespace }) {
+		rs := o.(*appsv1.ReplicaSet)
+		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
+			c.enqueueRS(rs)
+		}
+	}
+}
+
+func (c *controller) podAdded(p *corev1.Pod) {
+	if p.DeletionTimestamp != nil {
+		// Seen for the first time already terminating (e.g. after a relist): a deletion.
+		c.podDeleted(p)
+		return
+	}
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		if rs := c.owner(p, ref); rs != nil {
+			c.exp.CreationObserved(controllerkit.KeyOf(rs))
+			c.enqueueRS(rs)
+		}
+		return
+	}
+	c.enqueueMatching(p)
+}
+
+func (c *controller) podUpdated(old, cur *corev1.Pod) {
+	if cur.DeletionTimestamp != nil && old.DeletionTimestamp == nil {
+		// A terminating pod no longer counts; kube-controller-manager counts this as the deletion.
+		c.podDeleted(cur)
+		if !reflect.DeepEqual(old.Labels, cur.Labels) {
+			c.enqueueMatching(old)
+		}
+		return
+	}
+	curRef, oldRef := metav1.GetControllerOf(cur), metav1.GetControllerOf(old)
+	if oldRef != nil && (curRef == nil || oldRef.UID != curRef.UID) {
+		if rs := c.owner(old, oldRef); rs != nil {
+			c.enqueueRS(rs)
+		}
+	}
+	if curRef == nil {
+		c.enqueueMatching(cur)
+		return
+	}
+	rs := c.owner(cur, curRef)
+	if rs == nil {
+		return
+	}
+	c.enqueueRS(rs)
+	// Becoming available happens minReadySeconds after becoming ready, with no event of its own.
+	if rs.Spec.MinReadySeconds > 0 && !controllerkit.IsPodReady(old) && controllerkit.IsPodReady(cur) {
+		c.queue.AddAfter(controllerkit.KeyOf(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second+100*time.Millisecond)
+	}
+}
+
+func (c *controller) podDeleted(p *corev1.Pod) {
+	ref := metav1.GetControllerOf(p)
+	rs := c.owner(p, ref)
+	if rs == nil {
+		return
+	}
+	key := controllerkit.KeyOf(rs)
+	c.exp.DeletionObserved(key, controllerkit.KeyOf(p))
+	c.enqueueRS(rs)
+}
