@@ -21,6 +21,10 @@ type (
 	Restarting = actor.Restarting
 )
 
+// Crash is a test hook every Skiff actor honours: it panics on it, so tests can prove that the
+// supervisor restarts the actor and that the actor resumes where it was.
+type Crash struct{}
+
 // Restart policy for every component: a panic restarts the actor, and only an actor that fails
 // more than 10 times within 10 seconds is stopped for good.
 const (

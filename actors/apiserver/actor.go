@@ -71,10 +71,13 @@ func (a *apiActor) Receive(ctx actorkit.Context) {
 		}
 	case *actorkit.Stopping, *actorkit.Restarting:
 		a.stop()
+	case *actorkit.Crash:
+		panic("apiserver: crash requested by test hook")
 	}
 }
 
 func (a *apiActor) start() error {
+	a.cfg.Server.starts.Add(1)
 	if a.cfg.Listener != nil {
 		ln, err := a.listener()
 		if err != nil {
@@ -148,3 +151,6 @@ func (a *apiActor) listener() (net.Listener, error) {
 	}
 	return ln, nil
 }
+
+// Starts counts how often the apiserver actor has started (1 + restarts).
+func (s *Server) Starts() int64 { return s.starts.Load() }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,6 +56,7 @@ type Server struct {
 	ips     *ipAllocator
 	mux     *http.ServeMux
 	started time.Time
+	starts  atomic.Int64
 }
 
 // New builds a Server over an open state log.

@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/apiserver"
+	"github.com/skiff-sh/skiff/actors/scheduler"
 	"github.com/skiff-sh/skiff/bus/natsserver"
 	"github.com/skiff-sh/skiff/bus/statelog"
 )
@@ -34,6 +35,21 @@ type Config struct {
 	CompactEvery time.Duration // how often history older than CompactKeep is compacted; 0 = never
 	CompactKeep  time.Duration
 	Logger       *slog.Logger
+	// Components to run in this process; nil = all of them. Names: "apiserver", "scheduler".
+	Components []string
+}
+
+// Runs reports whether the named component runs in this process.
+func (c Config) Runs(name string) bool {
+	if c.Components == nil {
+		return true
+	}
+	for _, n := range c.Components {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // ControlPlane is a running Skiff control plane.
@@ -100,6 +116,11 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 	cp.Client = &apiclient.Client{T: apiclient.NATS{Conn: cp.Conn}}
+	if cfg.Runs("scheduler") {
+		if err := cp.spawn("scheduler", scheduler.NewActor(scheduler.Config{Log: cp.Log, Client: cp.Client})); err != nil {
+			return nil, err
+		}
+	}
 	bg, cancel := context.WithCancel(context.Background())
 	cp.cancel = cancel
 	if cfg.CompactEvery > 0 {
@@ -114,6 +135,16 @@ func (cp *ControlPlane) spawn(name string, producer func() actorkit.Actor) error
 		return err
 	}
 	cp.pids = append(cp.pids, pid)
+	return nil
+}
+
+// Actor returns the PID of a spawned actor by name ("apiserver", "scheduler", ...).
+func (cp *ControlPlane) Actor(name string) *actorkit.PID {
+	for _, pid := range cp.pids {
+		if pid.Id == name {
+			return pid
+		}
+	}
 	return nil
 }
 

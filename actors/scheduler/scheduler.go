@@ -35,9 +35,6 @@ type Config struct {
 	OnBind  func(pod, node string) // test hook, may be nil
 }
 
-// Crash is a test hook: the actor panics on it, and its supervisor restarts it.
-type Crash struct{}
-
 // state outlives actor restarts: the caches resume from the revision they had.
 type state struct {
 	cfg      Config
@@ -81,7 +78,7 @@ func (a *schedulerActor) Receive(ctx actorkit.Context) {
 		a.cancel()
 		a.st.queueOf().ShutDown()
 		a.done.Wait()
-	case *Crash:
+	case *actorkit.Crash:
 		panic("scheduler: crash requested by test hook")
 	}
 }
@@ -119,7 +116,7 @@ func (st *state) onPod(old, p *corev1.Pod) {
 		st.cache.AddPod(p) // confirms an assumption, or counts a pod bound elsewhere
 	case p.Spec.NodeName != "":
 		st.cache.UpdatePod(old, p)
-	case p.Spec.SchedulerName == Name && p.DeletionTimestamp == nil:
+	case ours(p) && p.DeletionTimestamp == nil:
 		st.enqueue(p.Namespace + "/" + p.Name)
 	}
 }
@@ -148,7 +145,7 @@ func (st *state) enqueue(key string) {
 func (st *state) retryUnschedulable() {
 	for _, o := range st.pods.List(func(o runtime.Object) bool {
 		p := o.(*corev1.Pod)
-		return p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Spec.SchedulerName == Name
+		return p.Spec.NodeName == "" && p.DeletionTimestamp == nil && ours(p)
 	}) {
 		p := o.(*corev1.Pod)
 		st.enqueue(p.Namespace + "/" + p.Name)
@@ -197,7 +194,7 @@ func (st *state) scheduleOne(ctx context.Context, key string) (func() error, err
 		return nil, nil
 	}
 	pod := o.(*corev1.Pod)
-	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || pod.Spec.SchedulerName != Name {
+	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || !ours(pod) {
 		return nil, nil
 	}
 	res, err := framework.Schedule(st.cache.Snapshot(), pod, st.cfg.Options)
@@ -249,6 +246,9 @@ func (st *state) markUnschedulable(ctx context.Context, pod *corev1.Pod, msg str
 	}
 	_, _ = st.cfg.Client.UpdateStatus(ctx, next)
 }
+
+// ours: pods for this scheduler (an empty name is defaulted to it by the apiserver).
+func ours(p *corev1.Pod) bool { return p.Spec.SchedulerName == Name || p.Spec.SchedulerName == "" }
 
 func splitKey(key string) (string, string) {
 	for i := range key {

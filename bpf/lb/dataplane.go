@@ -3,6 +3,7 @@ package lb
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -21,6 +22,7 @@ type Dataplane struct {
 	links   map[string][]link.Link // by cleaned cgroup path
 	svcs    map[ServiceKey]*svcState
 	revs    revAlloc
+	pinPath string // "" = nothing pinned
 	closed  bool
 }
 
@@ -53,7 +55,14 @@ func Load(opts Options) (*Dataplane, error) {
 	spec.Maps["udp_fwd"].MaxEntries = opts.SocketEntries
 	spec.Maps["udp_rev"].MaxEntries = opts.SocketEntries
 
-	d := &Dataplane{links: map[string][]link.Link{}, svcs: map[ServiceKey]*svcState{}}
+	var collOpts *ebpf.CollectionOptions
+	if opts.PinPath != "" {
+		if collOpts, err = pinSpec(spec, opts.PinPath); err != nil {
+			return nil, err
+		}
+	}
+
+	d := &Dataplane{links: map[string][]link.Link{}, svcs: map[ServiceKey]*svcState{}, pinPath: opts.PinPath}
 	var so struct {
 		sockLbMaps
 		SkiffConnect4     *ebpf.Program `ebpf:"skiff_connect4"`
@@ -65,7 +74,7 @@ func Load(opts Options) (*Dataplane, error) {
 		SkiffSendmsg4     *ebpf.Program `ebpf:"skiff_sendmsg4"`
 		SkiffSendmsg6     *ebpf.Program `ebpf:"skiff_sendmsg6"`
 	}
-	if err := spec.LoadAndAssign(&so, nil); err != nil {
+	if err := spec.LoadAndAssign(&so, collOpts); err != nil {
 		return nil, fmt.Errorf("lb: load: %w", err)
 	}
 	d.objs.sockLbMaps = so.sockLbMaps
@@ -87,32 +96,42 @@ func Load(opts Options) (*Dataplane, error) {
 	if err != nil {
 		d.termErr = fmt.Errorf("lb: UDP socket termination unavailable: %w", err)
 	}
+	if opts.PinPath != "" {
+		// Maps that were already pinned carry Services programmed by an
+		// earlier Load: adopt them so Upsert diffs against the kernel.
+		if err := d.recover(); err != nil {
+			d.Close()
+			return nil, err
+		}
+	}
 	return d, nil
 }
 
 // hooks lists every program with the cgroup hook it serves.
-func (d *Dataplane) hooks() []struct {
+func (d *Dataplane) hooks() []hook {
+	p := &d.objs.sockLbPrograms
+	return []hook{
+		{"connect4", p.SkiffConnect4, ebpf.AttachCGroupInet4Connect},
+		{"sendmsg4", p.SkiffSendmsg4, ebpf.AttachCGroupUDP4Sendmsg},
+		{"recvmsg4", p.SkiffRecvmsg4, ebpf.AttachCGroupUDP4Recvmsg},
+		{"getpeername4", p.SkiffGetpeername4, ebpf.AttachCgroupInet4GetPeername},
+		{"connect6", p.SkiffConnect6, ebpf.AttachCGroupInet6Connect},
+		{"sendmsg6", p.SkiffSendmsg6, ebpf.AttachCGroupUDP6Sendmsg},
+		{"recvmsg6", p.SkiffRecvmsg6, ebpf.AttachCGroupUDP6Recvmsg},
+		{"getpeername6", p.SkiffGetpeername6, ebpf.AttachCgroupInet6GetPeername},
+	}
+}
+
+type hook struct {
+	name string // pin file name
 	prog *ebpf.Program
 	at   ebpf.AttachType
-} {
-	p := &d.objs.sockLbPrograms
-	return []struct {
-		prog *ebpf.Program
-		at   ebpf.AttachType
-	}{
-		{p.SkiffConnect4, ebpf.AttachCGroupInet4Connect},
-		{p.SkiffSendmsg4, ebpf.AttachCGroupUDP4Sendmsg},
-		{p.SkiffRecvmsg4, ebpf.AttachCGroupUDP4Recvmsg},
-		{p.SkiffGetpeername4, ebpf.AttachCgroupInet4GetPeername},
-		{p.SkiffConnect6, ebpf.AttachCGroupInet6Connect},
-		{p.SkiffSendmsg6, ebpf.AttachCGroupUDP6Sendmsg},
-		{p.SkiffRecvmsg6, ebpf.AttachCGroupUDP6Recvmsg},
-		{p.SkiffGetpeername6, ebpf.AttachCgroupInet6GetPeername},
-	}
 }
 
 // Attach attaches all hooks to a cgroup v2 directory; sockets of every
 // process below it are load balanced. It may be called for several cgroups.
+// With Options.PinPath, links pinned there by an earlier Load are adopted and
+// switched to this Load's programs in place, so the hooks never go missing.
 func (d *Dataplane) Attach(cgroupPath string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -125,7 +144,7 @@ func (d *Dataplane) Attach(cgroupPath string) error {
 	}
 	var ls []link.Link
 	for _, h := range d.hooks() {
-		l, err := link.AttachCgroup(link.CgroupOptions{Path: path, Attach: h.at, Program: h.prog})
+		l, err := d.attachOne(path, h)
 		if err != nil {
 			for _, l := range ls {
 				l.Close()
@@ -148,6 +167,9 @@ func (d *Dataplane) Detach(cgroupPath string) error {
 		return fmt.Errorf("lb: %s is not attached", path)
 	}
 	delete(d.links, path)
+	if d.pinPath != "" {
+		return errors.Join(unpinAll(ls), closeAll(ls), os.RemoveAll(d.linkDir(path)))
+	}
 	return closeAll(ls)
 }
 
@@ -175,7 +197,9 @@ func (d *Dataplane) ProgramIDs() ([]ebpf.ProgramID, error) {
 	return ids, nil
 }
 
-// Close detaches every hook and frees programs and maps.
+// Close detaches every hook and frees programs and maps. With
+// Options.PinPath the pinned hooks and maps stay in the kernel and keep
+// serving (the next Load adopts them); Remove deletes them.
 func (d *Dataplane) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -17,10 +17,14 @@ func (d *Dataplane) Dump() ([]ServiceDump, error) {
 	if d.closed {
 		return nil, errClosed
 	}
+	return dumpMaps(d.objs.Services, d.objs.Backends)
+}
+
+func dumpMaps(services, backends *ebpf.Map) ([]ServiceDump, error) {
 	var out []ServiceDump
 	var raw sockLbSvcKey
 	var val sockLbSvcVal
-	it := d.objs.Services.Iterate()
+	it := services.Iterate()
 	for it.Next(&raw, &val) {
 		sd := ServiceDump{
 			Key:             keyFromRaw(raw),
@@ -30,7 +34,7 @@ func (d *Dataplane) Dump() ([]ServiceDump, error) {
 		for i := range val.Count {
 			var b sockLbBackend
 			sk := sockLbSlotKey{Rev: val.Rev, Idx: i}
-			if err := d.objs.Backends.Lookup(&sk, &b); err != nil {
+			if err := backends.Lookup(&sk, &b); err != nil {
 				return nil, fmt.Errorf("lb: dump %v slot %d: %w", sd.Key, i, err)
 			}
 			sd.Backends = append(sd.Backends, backendFromRaw(b))

@@ -78,6 +78,11 @@ type Options struct {
 	MaxBackends     uint32
 	AffinityEntries uint32 // LRU of ClientIP affinity entries (default 65536)
 	SocketEntries   uint32 // LRU of UDP per-socket entries (default 65536)
+	// PinPath is a directory on a bpffs. When set, the maps and the cgroup
+	// links are pinned there, and a later Load with the same PinPath reuses
+	// them (the map sizes must then be the same), so a restarted proxy
+	// never leaves a window without Services.
+	PinPath string
 }
 
 func (o Options) withDefaults() Options {

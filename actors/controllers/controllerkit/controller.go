@@ -35,10 +35,6 @@ type Controller struct {
 	Logger  *slog.Logger
 }
 
-// Crash makes a controller actor panic: a test hook for supervision, and how a panicking
-// worker goroutine hands its failure to the actor's supervisor.
-type Crash struct{ Reason string }
-
 // Producer returns the actor producer to give to actorkit.System.Spawn.
 func (c *Controller) Producer() func() actorkit.Actor {
 	if c.Workers <= 0 {
@@ -60,13 +56,14 @@ type controllerActor struct {
 }
 
 func (a *controllerActor) Receive(ctx actorkit.Context) {
-	switch m := ctx.Message().(type) {
+	switch ctx.Message().(type) {
 	case *actorkit.Started:
 		a.start(ctx)
 	case *actorkit.Stopping, *actorkit.Restarting:
 		a.stop()
-	case *Crash:
-		panic(fmt.Sprintf("controller %s: %s", a.c.Name, m.Reason))
+	case *actorkit.Crash:
+		// The test hook, and how a panicking worker hands its failure to the supervisor.
+		panic(fmt.Sprintf("controller %s: crash requested", a.c.Name))
 	default:
 		if a.c.Receive != nil {
 			a.c.Receive(ctx)
@@ -84,7 +81,7 @@ func (a *controllerActor) start(actx actorkit.Context) {
 	crash := func(where string) {
 		if r := recover(); r != nil {
 			c.Logger.Error("controller panic", "controller", c.Name, "where", where, "panic", r, "stack", string(debug.Stack()))
-			sys.Root.Send(self, &Crash{Reason: fmt.Sprint(r)})
+			sys.Root.Send(self, &actorkit.Crash{})
 		}
 	}
 	for _, inf := range c.Informers {

@@ -27,8 +27,8 @@ func BenchmarkSchedule5000Nodes(b *testing.B) {
 }
 
 func TestRunBench(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the benchmark cluster takes a few seconds")
+	if testing.Short() || raceEnabled {
+		t.Skip("a measurement, not a correctness test: skipped in -short and -race runs")
 	}
 	var buf bytes.Buffer
 	if err := RunBench(&buf); err != nil {

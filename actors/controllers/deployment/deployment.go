@@ -1,0 +1,159 @@
+// Package deployment is the Deployment controller: it rolls a Deployment's pod template out
+// through ReplicaSets named by the template's hash (RollingUpdate within maxSurge and
+// maxUnavailable, or Recreate), keeps revisions for rollback, and reports progress.
+package deployment
+
+import (
+	"log/slog"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/events"
+	"github.com/skiff-sh/skiff/actors/informer"
+	"github.com/skiff-sh/skiff/bus/statelog"
+)
+
+// Name is the controller's name in Events and logs.
+const Name = "deployment-controller"
+
+// Annotations and labels shared with kubectl (rollout history/undo read them).
+const (
+	RevisionAnnotation        = "deployment.kubernetes.io/revision"
+	DesiredReplicasAnnotation = "deployment.kubernetes.io/desired-replicas"
+	MaxReplicasAnnotation     = "deployment.kubernetes.io/max-replicas"
+	HashLabel                 = appsv1.DefaultDeploymentUniqueLabelKey // "pod-template-hash"
+)
+
+// Condition reasons, as Kubernetes names them.
+const (
+	ReasonNewRSCreated      = "NewReplicaSetCreated"
+	ReasonFoundNewRS        = "FoundNewReplicaSet"
+	ReasonRSUpdated         = "ReplicaSetUpdated"
+	ReasonNewRSAvailable    = "NewReplicaSetAvailable"
+	ReasonTimedOut          = "ProgressDeadlineExceeded"
+	ReasonPaused            = "DeploymentPaused"
+	ReasonResumed           = "DeploymentResumed"
+	ReasonMinAvailable      = "MinimumReplicasAvailable"
+	ReasonMinUnavailable    = "MinimumReplicasUnavailable"
+	ReasonScalingReplicaSet = "ScalingReplicaSet"
+)
+
+// Config configures the controller.
+type Config struct {
+	Log     *statelog.Log
+	Client  *apiclient.Client
+	Workers int
+	Logger  *slog.Logger
+}
+
+var (
+	gvk   = appsv1.SchemeGroupVersion.WithKind("Deployment")
+	rsGVK = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
+)
+
+type controller struct {
+	client *apiclient.Client
+	deps   *informer.Informer
+	rss    *informer.Informer
+	pods   *informer.Informer
+	queue  *controllerkit.Queue
+	rec    *events.Recorder
+	now    func() time.Time
+}
+
+// New returns the producer of the Deployment controller actor.
+func New(cfg Config) func() actorkit.Actor {
+	c := &controller{
+		client: cfg.Client,
+		deps:   informer.For(cfg.Log, "apps", "deployments"),
+		rss:    informer.For(cfg.Log, "apps", "replicasets"),
+		pods:   informer.For(cfg.Log, "", "pods"),
+		queue:  &controllerkit.Queue{},
+		rec:    events.New(cfg.Client, Name, ""),
+		now:    time.Now,
+	}
+	enqueueD := func(o runtime.Object) { c.queue.Add(controllerkit.KeyOf(controllerkit.Meta(o))) }
+	c.deps.AddHandler(informer.Funcs{Add: enqueueD, Update: func(_, o runtime.Object) { enqueueD(o) }, Delete: enqueueD})
+	c.rss.AddHandler(informer.Funcs{
+		Add: func(o runtime.Object) { c.rsChanged(nil, o.(*appsv1.ReplicaSet)) },
+		Update: func(old, o runtime.Object) {
+			c.rsChanged(old.(*appsv1.ReplicaSet), o.(*appsv1.ReplicaSet))
+		},
+		Delete: func(o runtime.Object) { c.rsChanged(nil, o.(*appsv1.ReplicaSet)) },
+	})
+	// Recreate waits for the old pods to be gone.
+	c.pods.AddHandler(informer.Funcs{Delete: func(o runtime.Object) { c.podDeleted(o.(*corev1.Pod)) }})
+	ctl := &controllerkit.Controller{
+		Name:      Name,
+		Workers:   cfg.Workers,
+		Informers: []*informer.Informer{c.deps, c.rss, c.pods},
+		Queue:     c.queue,
+		Reconcile: c.sync,
+		Resync: func() {
+			for _, o := range c.deps.List(nil) {
+				enqueueD(o)
+			}
+		},
+		Logger: cfg.Logger,
+	}
+	return ctl.Producer()
+}
+
+// ownerOf resolves a controller reference to a cached Deployment with the same UID.
+func (c *controller) ownerOf(ns string, ref *metav1.OwnerReference) *appsv1.Deployment {
+	if ref == nil || ref.Kind != gvk.Kind {
+		return nil
+	}
+	o, ok := c.deps.Get(ns, ref.Name)
+	if !ok || o.(*appsv1.Deployment).UID != ref.UID {
+		return nil
+	}
+	return o.(*appsv1.Deployment)
+}
+
+func (c *controller) rsChanged(old, rs *appsv1.ReplicaSet) {
+	if old != nil {
+		if oref := metav1.GetControllerOf(old); oref != nil {
+			if d := c.ownerOf(old.Namespace, oref); d != nil {
+				c.queue.Add(controllerkit.KeyOf(d))
+			}
+		}
+	}
+	if ref := metav1.GetControllerOf(rs); ref != nil {
+		if d := c.ownerOf(rs.Namespace, ref); d != nil {
+			c.queue.Add(controllerkit.KeyOf(d))
+		}
+		return
+	}
+	// An orphan: whoever selects it may adopt it.
+	for _, o := range c.deps.List(func(o runtime.Object) bool { return o.(*appsv1.Deployment).Namespace == rs.Namespace }) {
+		d := o.(*appsv1.Deployment)
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
+			c.queue.Add(controllerkit.KeyOf(d))
+		}
+	}
+}
+
+func (c *controller) podDeleted(p *corev1.Pod) {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil || ref.Kind != rsGVK.Kind {
+		return
+	}
+	o, ok := c.rss.Get(p.Namespace, ref.Name)
+	if !ok {
+		return
+	}
+	rs := o.(*appsv1.ReplicaSet)
+	if d := c.ownerOf(rs.Namespace, metav1.GetControllerOf(rs)); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		c.queue.Add(controllerkit.KeyOf(d))
+	}
+}

@@ -1,0 +1,166 @@
+package replicaset_test
+
+import (
+	"context"
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	ct "github.com/skiff-sh/skiff/actors/controllers/controllertest"
+	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
+	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/actors/simnode"
+)
+
+func setup(t *testing.T) (*controlplane.ControlPlane, context.Context) {
+	cp := ct.Start(t)
+	ct.Spawn(t, cp, "replicaset", replicaset.New(replicaset.Config{Log: cp.Log, Client: cp.Client}))
+	ct.Spawn(t, cp, "simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: 2}))
+	ct.Binder(t, cp)
+	return cp, ct.Ctx(t)
+}
+
+func waitReady(t *testing.T, cp *controlplane.ControlPlane, name string, want int32) *appsv1.ReplicaSet {
+	t.Helper()
+	var rs *appsv1.ReplicaSet
+	ct.Wait(t, func() error {
+		rs = ct.Get[*appsv1.ReplicaSet](t, cp, "apps", "replicasets", "default", name)
+		s := rs.Status
+		if s.Replicas != want || s.ReadyReplicas != want || s.AvailableReplicas != want || s.FullyLabeledReplicas != want || s.ObservedGeneration != rs.Generation {
+			return ct.Errorf("status %+v (generation %d), want %d", s, rs.Generation, want)
+		}
+		return nil
+	})
+	return rs
+}
+
+func TestCreatesScalesAndReplacesPods(t *testing.T) {
+	cp, ctx := setup(t)
+	if _, err := cp.Client.Create(ctx, ct.ReplicaSet("web", "web", 3)); err != nil {
+		t.Fatal(err)
+	}
+	rs := waitReady(t, cp, "web", 3)
+	pods := ct.Active(ct.ListPods(t, cp, "default", "app=web"))
+	if len(pods) != 3 {
+		t.Fatalf("want 3 pods, got %d", len(pods))
+	}
+	for _, p := range pods {
+		ref := metav1.GetControllerOf(p)
+		if !strings.HasPrefix(p.Name, "web-") || len(p.Name) != len("web-")+5 || ref == nil || ref.UID != rs.UID || ref.Kind != "ReplicaSet" {
+			t.Fatalf("pod %s: bad name or controller ref %+v", p.Name, ref)
+		}
+	}
+
+	// A deleted pod is replaced.
+	victim := pods[0]
+	if err := cp.Client.Delete(ctx, controllerkit.MustKind("", "pods"), "default", victim.Name, nil); err != nil {
+		t.Fatal(err)
+	}
+	ct.Wait(t, func() error {
+		ps := ct.Active(ct.ListPods(t, cp, "default", "app=web"))
+		for _, p := range ps {
+			if p.Name == victim.Name {
+				return ct.Errorf("victim still active")
+			}
+		}
+		if n := ct.CountReady(ps); n != 3 {
+			return ct.Errorf("%d ready pods", n)
+		}
+		return nil
+	})
+
+	// Scale up, then down: scale-down removes the newest of equally ready pods and never overshoots.
+	scale(t, cp, "web", 5)
+	waitReady(t, cp, "web", 5)
+	scale(t, cp, "web", 1)
+	waitReady(t, cp, "web", 1)
+	if n := len(ct.Active(ct.ListPods(t, cp, "default", "app=web"))); n != 1 {
+		t.Fatalf("want 1 active pod, got %d", n)
+	}
+	assertEvent(t, cp, "web", "SuccessfulCreate")
+	assertEvent(t, cp, "web", "SuccessfulDelete")
+}
+
+func scale(t *testing.T, cp *controlplane.ControlPlane, name string, n int32) {
+	t.Helper()
+	ct.Wait(t, func() error {
+		rs := ct.Get[*appsv1.ReplicaSet](t, cp, "apps", "replicasets", "default", name)
+		rs.Spec.Replicas = ptr.To(n)
+		_, err := cp.Client.Update(context.Background(), rs)
+		return err
+	})
+}
+
+func assertEvent(t *testing.T, cp *controlplane.ControlPlane, name, reason string) {
+	t.Helper()
+	ct.Wait(t, func() error {
+		objs, _, err := cp.Client.List(context.Background(), controllerkit.MustKind("", "events"), "default", nil)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if e := o.(*corev1.Event); e.InvolvedObject.Name == name && e.Reason == reason && e.Source.Component == replicaset.Name {
+				return nil
+			}
+		}
+		return ct.Errorf("no %s event for %s", reason, name)
+	})
+}
+
+func TestAdoptsAndReleasesBySelector(t *testing.T) {
+	cp, ctx := setup(t)
+	orphan := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "orphan", Namespace: "default", Labels: map[string]string{"app": "web"}},
+		Spec:       ct.Template("web", "img:1").Spec,
+	}
+	if _, err := cp.Client.Create(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cp.Client.Create(ctx, ct.ReplicaSet("web", "web", 2)); err != nil {
+		t.Fatal(err)
+	}
+	rs := waitReady(t, cp, "web", 2)
+	p := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "orphan")
+	if !controllerkit.IsOwnedBy(p, rs) {
+		t.Fatalf("orphan not adopted: %+v", p.OwnerReferences)
+	}
+	// Relabel it out of the selector: it is released and replaced.
+	ct.Wait(t, func() error {
+		p := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "orphan")
+		p.Labels = map[string]string{"app": "other"}
+		_, err := cp.Client.Update(ctx, p)
+		return err
+	})
+	ct.Wait(t, func() error {
+		p := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "orphan")
+		if len(p.OwnerReferences) != 0 {
+			return ct.Errorf("still owned: %+v", p.OwnerReferences)
+		}
+		return nil
+	})
+	waitReady(t, cp, "web", 2)
+}
+
+func TestSurvivesActorRestart(t *testing.T) {
+	cp := ct.Start(t)
+	ctx := ct.Ctx(t)
+	pid := ct.Spawn(t, cp, "replicaset", replicaset.New(replicaset.Config{Log: cp.Log, Client: cp.Client}))
+	ct.Spawn(t, cp, "simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: 1}))
+	ct.Binder(t, cp)
+	if _, err := cp.Client.Create(ctx, ct.ReplicaSet("web", "web", 2)); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, cp, "web", 2)
+	cp.Actors.Send(pid, &actorkit.Crash{})
+	scale(t, cp, "web", 4)
+	waitReady(t, cp, "web", 4)
+	if n := len(ct.Active(ct.ListPods(t, cp, "default", "app=web"))); n != 4 {
+		t.Fatalf("want 4 pods after restart, got %d", n)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package framework
+
+const raceEnabled = false

@@ -1,0 +1,207 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/actors/scheduler"
+	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/schemas"
+)
+
+func node(name, cpu string, taints ...corev1.Taint) *corev1.Node {
+	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+// addNode registers a node the way a kubelet does: create, then report status.
+func addNode(t *testing.T, cp *controlplane.ControlPlane, n *corev1.Node) {
+	t.Helper()
+	created, err := cp.Client.Create(context.Background(), n.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	withStatus := created.(*corev1.Node)
+	withStatus.Status = n.Status
+	if _, err := cp.Client.UpdateStatus(context.Background(), withStatus); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pod(name, cpu string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}},
+	}
+}
+
+// startWithScheduler runs a control plane whose scheduler counts every successful bind.
+func startWithScheduler(t *testing.T) (*controlplane.ControlPlane, *actorkit.PID, *bindCounter) {
+	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) { c.Components = []string{"apiserver"} })
+	binds := &bindCounter{seen: map[string]int{}}
+	pid, err := cp.Actors.Spawn("test-scheduler", scheduler.NewActor(scheduler.Config{Log: cp.Log, Client: cp.Client, OnBind: binds.add}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp, pid, binds
+}
+
+type bindCounter struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (b *bindCounter) add(pod, _ string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.seen[pod]++
+}
+
+func (b *bindCounter) twice() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for p, n := range b.seen {
+		if n > 1 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func podsKind() *schemas.Kind { k, _ := schemas.ByResource("", "v1", "pods"); return k }
+
+func boundCount(t *testing.T, cp *controlplane.ControlPlane) (int, map[string]int) {
+	objs, _, err := cp.Client.List(context.Background(), podsKind(), "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perNode := map[string]int{}
+	n := 0
+	for _, o := range objs {
+		if p := o.(*corev1.Pod); p.Spec.NodeName != "" {
+			n++
+			perNode[p.Spec.NodeName]++
+		}
+	}
+	return n, perNode
+}
+
+func TestSchedulerBindsAndExplainsWhatDoesNotFit(t *testing.T) {
+	cp, _, _ := startWithScheduler(t)
+	ctx := context.Background()
+	taint := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	for _, n := range []*corev1.Node{node("a", "1"), node("b", "1"), node("c", "4", taint)} {
+		addNode(t, cp, n)
+	}
+	for i := range 4 {
+		if _, err := cp.Client.Create(ctx, pod(fmt.Sprintf("p%d", i), "400m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		n, per := boundCount(t, cp)
+		if n != 4 {
+			return fmt.Errorf("%d of 4 bound: %v", n, per)
+		}
+		if per["c"] != 0 || per["a"] != 2 || per["b"] != 2 {
+			return fmt.Errorf("placement ignores the taint or capacity: %v", per)
+		}
+		return nil
+	})
+	if _, err := cp.Client.Create(ctx, pod("big", "900m")); err != nil {
+		t.Fatal(err)
+	}
+	want := "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}."
+	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		o, err := cp.Client.Get(ctx, podsKind(), "default", "big")
+		if err != nil {
+			return err
+		}
+		for _, c := range o.(*corev1.Pod).Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				if c.Message != want {
+					return fmt.Errorf("condition message %q, want %q", c.Message, want)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no PodScheduled=False condition yet")
+	})
+	evKind, _ := schemas.ByResource("", "v1", "events")
+	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		evs, _, err := cp.Client.List(ctx, evKind, "default", nil)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			ev := e.(*corev1.Event)
+			if ev.InvolvedObject.Name == "big" && ev.Reason == "FailedScheduling" && strings.Contains(ev.Message, "Insufficient cpu") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no FailedScheduling event among %d", len(evs))
+	})
+	// Capacity arrives: the waiting pod is placed without any new pod event.
+	addNode(t, cp, node("d", "2"))
+	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		o, err := cp.Client.Get(ctx, podsKind(), "default", "big")
+		if err != nil {
+			return err
+		}
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "d" {
+			return fmt.Errorf("big is on %q", n)
+		}
+		return nil
+	})
+}
+
+func TestSchedulerCrashMidRunRestartsAndNeverBindsTwice(t *testing.T) {
+	cp, pid, binds := startWithScheduler(t)
+	ctx := context.Background()
+	for i := range 3 {
+		addNode(t, cp, node(fmt.Sprintf("n%d", i), "64"))
+	}
+	const total = 300
+	errs := make(chan error, 1)
+	go func() {
+		for i := range total {
+			if _, err := cp.Client.Create(ctx, pod(fmt.Sprintf("w%d", i), "10m")); err != nil {
+				errs <- err
+				return
+			}
+			if i == total/3 || i == 2*total/3 {
+				cp.Actors.Send(pid, &actorkit.Crash{})
+			}
+		}
+		errs <- nil
+	}()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if n, _ := boundCount(t, cp); n != total {
+			return fmt.Errorf("%d of %d bound", n, total)
+		}
+		return nil
+	})
+	if twice := binds.twice(); len(twice) > 0 {
+		t.Fatalf("pods bound twice: %v", twice)
+	}
+}
