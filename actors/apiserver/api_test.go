@@ -63,8 +63,11 @@ func get(m map[string]any, path ...string) any {
 	return cur
 }
 
-func newAPI(t *testing.T, mutate ...func(*controlplane.Config)) (api, *controlplane.ControlPlane) {
-	cp := testutil.StartControlPlane(t, mutate...)
+// apiOnly runs the apiserver alone, so no other actor writes while a test looks at exact revisions.
+func apiOnly(c *controlplane.Config) { c.Components = []string{"apiserver"} }
+
+func newAPI(t *testing.T) (api, *controlplane.ControlPlane) {
+	cp := testutil.StartControlPlane(t, apiOnly)
 	return api{t: t, base: cp.URL()}, cp
 }
 

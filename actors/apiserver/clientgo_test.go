@@ -50,7 +50,7 @@ func (r *recorder) has(s string) error {
 }
 
 func TestClientGoInformerListsAndWatchesPods(t *testing.T) {
-	cp := testutil.StartControlPlane(t)
+	cp := testutil.StartControlPlane(t, apiOnly)
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: cp.URL()})
 	if err != nil {
 		t.Fatal(err)

@@ -319,7 +319,8 @@ func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub s
 	nm.SetDeletionTimestamp(cm.GetDeletionTimestamp())
 	nm.SetDeletionGracePeriodSeconds(cm.GetDeletionGracePeriodSeconds())
 	nm.SetManagedFields(nil)
-	nm.SetResourceVersion("")
+	// Validation sees the revision being replaced; the stored form never carries it.
+	nm.SetResourceVersion(cm.GetResourceVersion())
 	if cm.GetDeletionTimestamp() != nil && addsFinalizer(cm.GetFinalizers(), nm.GetFinalizers()) {
 		return nil, invalid(k, cm.GetName(), field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"), "no new finalizers can be added if the object is being deleted")})
 	}

@@ -2,9 +2,9 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
-	"encoding/json"
 	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"

@@ -200,3 +200,13 @@ func Get[T runtime.Object](t testing.TB, cp *controlplane.ControlPlane, group, r
 
 // Errorf is fmt.Errorf, for Wait conditions.
 func Errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// TryGet reads an object, returning the error instead of failing the test.
+func TryGet[T runtime.Object](cp *controlplane.ControlPlane, group, resource, ns, name string) (T, error) {
+	var zero T
+	o, err := cp.Client.Get(context.Background(), controllerkit.MustKind(group, resource), ns, name)
+	if err != nil {
+		return zero, err
+	}
+	return o.(T), nil
+}

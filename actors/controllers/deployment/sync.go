@@ -94,7 +94,7 @@ func (c *controller) newReplicaSet(ctx context.Context, r *run, create bool) (*a
 			}
 			*newRS = *out.(*appsv1.ReplicaSet)
 		}
-		if err := c.syncDeploymentRevision(ctx, r, newRS, ReasonFoundNewRS, fmt.Sprintf("Found new replica set %q", newRS.Name)); err != nil {
+		if err := c.syncDeploymentRevision(ctx, r, newRS, false, ReasonFoundNewRS, fmt.Sprintf("Found new replica set %q", newRS.Name)); err != nil {
 			return nil, nil, err
 		}
 		return newRS, old, nil
@@ -145,7 +145,7 @@ func (c *controller) newReplicaSet(ctx context.Context, r *run, create bool) (*a
 		c.rec.Eventf(ctx, d, corev1.EventTypeNormal, ReasonScalingReplicaSet, "Scaled up replica set %s from 0 to %d", created.Name, n)
 	}
 	r.rss = append(r.rss, created)
-	if err := c.syncDeploymentRevision(ctx, r, created, ReasonNewRSCreated, fmt.Sprintf("Created new replica set %q", created.Name)); err != nil {
+	if err := c.syncDeploymentRevision(ctx, r, created, true, ReasonNewRSCreated, fmt.Sprintf("Created new replica set %q", created.Name)); err != nil {
 		return nil, nil, err
 	}
 	return created, old, nil
@@ -171,8 +171,9 @@ func annotationsStale(rs *appsv1.ReplicaSet, d *appsv1.Deployment) bool {
 }
 
 // syncDeploymentRevision copies the new ReplicaSet's revision onto the Deployment (kubectl
-// rollout history reads it there) and records that a new ReplicaSet was found or created.
-func (c *controller) syncDeploymentRevision(ctx context.Context, r *run, newRS *appsv1.ReplicaSet, reason, msg string) error {
+// rollout history reads it there) and records that a new ReplicaSet was created (always) or
+// found (when no progress is recorded yet).
+func (c *controller) syncDeploymentRevision(ctx context.Context, r *run, newRS *appsv1.ReplicaSet, created bool, reason, msg string) error {
 	d := r.d
 	rev := newRS.Annotations[RevisionAnnotation]
 	if d.Annotations[RevisionAnnotation] != rev {
@@ -185,7 +186,7 @@ func (c *controller) syncDeploymentRevision(ctx context.Context, r *run, newRS *
 		r.d = out.(*appsv1.Deployment)
 		d = r.d
 	}
-	if d.Spec.ProgressDeadlineSeconds == nil || progressing(d) != nil {
+	if d.Spec.ProgressDeadlineSeconds == nil || (!created && progressing(d) != nil) {
 		return nil
 	}
 	next := d.DeepCopy()

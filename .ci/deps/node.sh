@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Node runtime for actors/kubelet/runtime: containerd v2 daemon + runc shim
+# (built with go install, no btrfs headers needed), runc and iproute2 from
+# Debian, and the CNI plugins the runtime calls (bridge, host-local,
+# loopback, portmap) in /opt/cni/bin. Idempotent; run as root.
+set -euo pipefail
+
+CONTAINERD_VERSION=v2.4.2
+CNI_PLUGINS_VERSION=v1.10.0
+CNI_BIN_DIR=/opt/cni/bin
+
+need=()
+command -v runc >/dev/null 2>&1 || need+=(runc)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+if [ ${#need[@]} -gt 0 ]; then
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update
+	apt-get install -y --no-install-recommends "${need[@]}"
+fi
+
+gobin="$(mktemp -d)"
+trap 'rm -rf "$gobin"' EXIT
+
+have_containerd() {
+	command -v containerd >/dev/null 2>&1 &&
+		containerd --version 2>/dev/null | grep -q " ${CONTAINERD_VERSION} "
+}
+if ! have_containerd || ! command -v containerd-shim-runc-v2 >/dev/null 2>&1; then
+	GOBIN="$gobin" CGO_ENABLED=1 go install -tags no_btrfs \
+		"github.com/containerd/containerd/v2/cmd/containerd@${CONTAINERD_VERSION}" \
+		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@${CONTAINERD_VERSION}"
+	install -m 0755 "$gobin/containerd" "$gobin/containerd-shim-runc-v2" /usr/local/bin/
+fi
+
+mkdir -p "$CNI_BIN_DIR"
+missing=()
+for p in bridge host-local loopback portmap; do
+	[ -x "$CNI_BIN_DIR/$p" ] || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	mods=()
+	for p in "${missing[@]}"; do
+		case "$p" in
+		bridge | loopback) mods+=("github.com/containernetworking/plugins/plugins/main/$p@${CNI_PLUGINS_VERSION}") ;;
+		host-local) mods+=("github.com/containernetworking/plugins/plugins/ipam/$p@${CNI_PLUGINS_VERSION}") ;;
+		portmap) mods+=("github.com/containernetworking/plugins/plugins/meta/$p@${CNI_PLUGINS_VERSION}") ;;
+		esac
+	done
+	GOBIN="$gobin" CGO_ENABLED=0 go install "${mods[@]}"
+	for p in "${missing[@]}"; do
+		install -m 0755 "$gobin/$p" "$CNI_BIN_DIR/$p"
+	done
+fi

@@ -1,0 +1,120 @@
+// Package daemonset is the DaemonSet controller: one pod per eligible node, placed by setting
+// spec.nodeName directly at creation (no scheduler round-trip), and rolling updates.
+package daemonset
+
+import (
+	"log/slog"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/events"
+	"github.com/skiff-sh/skiff/actors/informer"
+	"github.com/skiff-sh/skiff/bus/statelog"
+)
+
+// Name is the controller's name in Events and logs.
+const Name = "daemonset-controller"
+
+// HashLabel carries the hash of the template a pod was made from.
+const HashLabel = appsv1.DefaultDaemonSetUniqueLabelKey // "controller-revision-hash"
+
+// Config configures the controller.
+type Config struct {
+	Log     *statelog.Log
+	Client  *apiclient.Client
+	Workers int
+	Logger  *slog.Logger
+}
+
+var gvk = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
+
+type controller struct {
+	client *apiclient.Client
+	dss    *informer.Informer
+	nodes  *informer.Informer
+	pods   *informer.Informer
+	queue  *controllerkit.Queue
+	exp    *controllerkit.Expectations
+	podCtl controllerkit.PodControl
+	now    func() time.Time
+}
+
+// New returns the producer of the DaemonSet controller actor.
+func New(cfg Config) func() actorkit.Actor {
+	rec := events.New(cfg.Client, Name, "")
+	c := &controller{
+		client: cfg.Client,
+		dss:    informer.For(cfg.Log, "apps", "daemonsets"),
+		nodes:  informer.For(cfg.Log, "", "nodes"),
+		pods:   informer.For(cfg.Log, "", "pods"),
+		queue:  &controllerkit.Queue{},
+		exp:    controllerkit.NewExpectations(),
+		podCtl: controllerkit.PodControl{Client: cfg.Client, Recorder: rec},
+		now:    time.Now,
+	}
+	enqueue := func(o runtime.Object) { c.queue.Add(controllerkit.KeyOf(controllerkit.Meta(o))) }
+	all := func(runtime.Object) {
+		for _, o := range c.dss.List(nil) {
+			enqueue(o)
+		}
+	}
+	c.dss.AddHandler(informer.Funcs{Add: enqueue, Update: func(_, o runtime.Object) { enqueue(o) }, Delete: func(o runtime.Object) {
+		c.exp.Forget(controllerkit.KeyOf(controllerkit.Meta(o)))
+	}})
+	c.nodes.AddHandler(informer.Funcs{Add: all, Update: func(_, o runtime.Object) { all(o) }, Delete: all})
+	c.pods.AddHandler(informer.Funcs{
+		Add: func(o runtime.Object) {
+			p := o.(*corev1.Pod)
+			if p.DeletionTimestamp != nil {
+				c.podGone(p)
+			} else if ds := c.owner(p); ds != nil {
+				c.exp.CreationObserved(controllerkit.KeyOf(ds))
+				enqueue(ds)
+			}
+		},
+		Update: func(old, o runtime.Object) {
+			p := o.(*corev1.Pod)
+			if p.DeletionTimestamp != nil && old.(*corev1.Pod).DeletionTimestamp == nil {
+				c.podGone(p)
+			} else if ds := c.owner(p); ds != nil {
+				enqueue(ds)
+			}
+		},
+		Delete: func(o runtime.Object) { c.podGone(o.(*corev1.Pod)) },
+	})
+	ctl := &controllerkit.Controller{
+		Name: Name, Workers: cfg.Workers, Logger: cfg.Logger,
+		Informers: []*informer.Informer{c.dss, c.nodes, c.pods},
+		Queue:     c.queue,
+		Reconcile: c.sync,
+		Resync:    func() { all(nil) },
+	}
+	return ctl.Producer()
+}
+
+func (c *controller) owner(p *corev1.Pod) *appsv1.DaemonSet {
+	ref := metav1.GetControllerOf(p)
+	if ref == nil || ref.Kind != gvk.Kind {
+		return nil
+	}
+	o, ok := c.dss.Get(p.Namespace, ref.Name)
+	if !ok || o.(*appsv1.DaemonSet).UID != ref.UID {
+		return nil
+	}
+	return o.(*appsv1.DaemonSet)
+}
+
+func (c *controller) podGone(p *corev1.Pod) {
+	if ds := c.owner(p); ds != nil {
+		key := controllerkit.KeyOf(ds)
+		c.exp.DeletionObserved(key, controllerkit.KeyOf(p))
+		c.queue.Add(key)
+	}
+}

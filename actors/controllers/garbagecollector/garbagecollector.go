@@ -1,0 +1,227 @@
+// Package garbagecollector deletes objects whose owners are gone, following ownerReferences:
+// background (dependents go after the owner), foreground (an owner with the foregroundDeletion
+// finalizer waits until its blocking dependents are gone) and orphan (the orphan finalizer:
+// dependents lose their reference to the owner instead).
+package garbagecollector
+
+import (
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/informer"
+	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/schemas"
+)
+
+// Name is the controller's name in logs.
+const Name = "garbage-collector"
+
+// Config configures the collector.
+type Config struct {
+	Log     *statelog.Log
+	Client  *apiclient.Client
+	Workers int
+	// ResyncEvery re-examines every object with owners (default 1 min): a safety net only.
+	ResyncEvery time.Duration
+	Logger      *slog.Logger
+}
+
+type controller struct {
+	client *apiclient.Client
+	infs   map[*schemas.Kind]*informer.Informer
+	queue  *controllerkit.Queue
+
+	mu         sync.Mutex
+	dependents map[types.UID]map[string]bool // owner UID -> storage keys of its dependents
+	byUID      map[types.UID]string          // UID -> storage key of every cached object
+}
+
+// New returns the producer of the garbage collector actor. It watches every served kind but
+// Events.
+func New(cfg Config) func() actorkit.Actor {
+	if cfg.ResyncEvery <= 0 {
+		cfg.ResyncEvery = time.Minute
+	}
+	c := &controller{client: cfg.Client, infs: map[*schemas.Kind]*informer.Informer{}, queue: &controllerkit.Queue{},
+		dependents: map[types.UID]map[string]bool{}, byUID: map[types.UID]string{}}
+	var all []*informer.Informer
+	for _, k := range schemas.Kinds() {
+		if k.GVK.Group == "" && k.GVK.Kind == "Event" {
+			continue
+		}
+		inf := informer.New(cfg.Log, k, "")
+		inf.AddHandler(informer.Funcs{
+			Add:    func(o runtime.Object) { c.changed(k, nil, o) },
+			Update: func(old, o runtime.Object) { c.changed(k, old, o) },
+			Delete: func(o runtime.Object) { c.deleted(k, o) },
+		})
+		c.infs[k] = inf
+		all = append(all, inf)
+	}
+	ctl := &controllerkit.Controller{
+		Name:        Name,
+		Workers:     cfg.Workers,
+		Informers:   all,
+		Queue:       c.queue,
+		Reconcile:   c.sync,
+		Resync:      c.resync,
+		ResyncEvery: cfg.ResyncEvery,
+		Logger:      cfg.Logger,
+	}
+	return ctl.Producer()
+}
+
+func keyOf(k *schemas.Kind, m metav1.Object) string {
+	return schemas.StorageKey(k, m.GetNamespace(), m.GetName())
+}
+
+// parseKey undoes schemas.StorageKey ("<group or core>/<resource>/<namespace or _>/<name>").
+func parseKey(key string) (*schemas.Kind, string, string, bool) {
+	parts := strings.SplitN(key, "/", 4)
+	if len(parts) != 4 {
+		return nil, "", "", false
+	}
+	group := parts[0]
+	if group == "core" {
+		group = ""
+	}
+	k, ok := schemas.ByResource(group, "v1", parts[1])
+	if !ok {
+		return nil, "", "", false
+	}
+	ns := parts[2]
+	if !k.Namespaced {
+		ns = ""
+	}
+	return k, ns, parts[3], true
+}
+
+func interesting(m metav1.Object) bool {
+	return len(m.GetOwnerReferences()) > 0 || (m.GetDeletionTimestamp() != nil && hasGCFinalizer(m))
+}
+
+func hasFinalizer(m metav1.Object, f string) bool {
+	for _, x := range m.GetFinalizers() {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+func hasGCFinalizer(m metav1.Object) bool {
+	return hasFinalizer(m, metav1.FinalizerOrphanDependents) || hasFinalizer(m, metav1.FinalizerDeleteDependents)
+}
+
+func (c *controller) changed(k *schemas.Kind, old, o runtime.Object) {
+	m := controllerkit.Meta(o)
+	key := keyOf(k, m)
+	c.mu.Lock()
+	c.byUID[m.GetUID()] = key
+	if old != nil {
+		for _, r := range controllerkit.Meta(old).GetOwnerReferences() {
+			c.unlink(r.UID, key)
+		}
+	}
+	for _, r := range m.GetOwnerReferences() {
+		c.link(r.UID, key)
+	}
+	c.mu.Unlock()
+	if interesting(m) {
+		c.queue.Add(key)
+	}
+	if old != nil {
+		// An owner waiting in foreground deletion cares when a dependent lets go of it.
+		for _, r := range controllerkit.Meta(old).GetOwnerReferences() {
+			if !hasRef(m, r.UID) {
+				c.enqueueUID(r.UID)
+			}
+		}
+	}
+}
+
+func (c *controller) deleted(k *schemas.Kind, o runtime.Object) {
+	m := controllerkit.Meta(o)
+	key := keyOf(k, m)
+	c.mu.Lock()
+	delete(c.byUID, m.GetUID())
+	for _, r := range m.GetOwnerReferences() {
+		c.unlink(r.UID, key)
+	}
+	deps := c.dependentsLocked(m.GetUID())
+	c.mu.Unlock()
+	for _, d := range deps { // their owner is gone
+		c.queue.Add(d)
+	}
+	for _, r := range m.GetOwnerReferences() { // an owner may have been waiting for this one
+		c.enqueueUID(r.UID)
+	}
+}
+
+func hasRef(m metav1.Object, uid types.UID) bool {
+	for _, r := range m.GetOwnerReferences() {
+		if r.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *controller) link(owner types.UID, dep string) {
+	s := c.dependents[owner]
+	if s == nil {
+		s = map[string]bool{}
+		c.dependents[owner] = s
+	}
+	s[dep] = true
+}
+
+func (c *controller) unlink(owner types.UID, dep string) {
+	if s := c.dependents[owner]; s != nil {
+		delete(s, dep)
+		if len(s) == 0 {
+			delete(c.dependents, owner)
+		}
+	}
+}
+
+func (c *controller) dependentsLocked(owner types.UID) []string {
+	out := make([]string, 0, len(c.dependents[owner]))
+	for d := range c.dependents[owner] {
+		out = append(out, d)
+	}
+	return out
+}
+
+func (c *controller) dependentsOf(owner types.UID) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dependentsLocked(owner)
+}
+
+// enqueueUID wakes an owner known only by UID, if the cache has it.
+func (c *controller) enqueueUID(uid types.UID) {
+	c.mu.Lock()
+	key, ok := c.byUID[uid]
+	c.mu.Unlock()
+	if ok {
+		c.queue.Add(key)
+	}
+}
+
+func (c *controller) resync() {
+	for k, inf := range c.infs {
+		for _, o := range inf.List(func(o runtime.Object) bool { return interesting(controllerkit.Meta(o)) }) {
+			c.queue.Add(keyOf(k, controllerkit.Meta(o)))
+		}
+	}
+}

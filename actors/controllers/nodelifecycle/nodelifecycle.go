@@ -1,0 +1,161 @@
+// Package nodelifecycle watches node heartbeats (Leases in kube-node-lease renewed by each
+// kubelet): a node silent for longer than the grace period becomes NotReady (Ready=Unknown),
+// gets the unreachable NoExecute taint and its pods are marked not ready; pods on nodes with
+// NoExecute taints are evicted once their toleration runs out.
+package nodelifecycle
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/events"
+	"github.com/skiff-sh/skiff/actors/informer"
+	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/schemas"
+)
+
+// Name is the controller's name in Events and logs.
+const Name = "node-controller"
+
+// LeaseNamespace holds one Lease per node, named after it.
+const LeaseNamespace = corev1.NamespaceNodeLease
+
+// Config configures the controller; zero durations take Kubernetes' defaults.
+type Config struct {
+	Log    *statelog.Log
+	Client *apiclient.Client
+	// GracePeriod without a lease renewal after which a node is NotReady (default 40 s).
+	GracePeriod time.Duration
+	// PodEvictionTimeout is how long pods with only the default toleration of the not-ready and
+	// unreachable taints (or none) stay on such a node (default 300 s); pods that set their own
+	// tolerationSeconds keep theirs.
+	PodEvictionTimeout time.Duration
+	// MonitorPeriod is how often every node is looked at again (default 5 s).
+	MonitorPeriod time.Duration
+	Workers       int
+	Logger        *slog.Logger
+}
+
+type heard struct {
+	renew string    // the lease's renewTime as last seen
+	at    time.Time // when this controller saw it change
+}
+
+type controller struct {
+	cfg    Config
+	client *apiclient.Client
+	nodes  *informer.Informer
+	leases *informer.Informer
+	pods   *informer.Informer
+	queue  *controllerkit.Queue
+	rec    *events.Recorder
+	now    func() time.Time
+
+	mu    sync.Mutex
+	heard map[string]heard
+}
+
+// New returns the producer of the node lifecycle controller actor.
+func New(cfg Config) func() actorkit.Actor {
+	if cfg.GracePeriod <= 0 {
+		cfg.GracePeriod = 40 * time.Second
+	}
+	if cfg.PodEvictionTimeout <= 0 {
+		cfg.PodEvictionTimeout = 300 * time.Second
+	}
+	if cfg.MonitorPeriod <= 0 {
+		cfg.MonitorPeriod = 5 * time.Second
+	}
+	leaseKind, _ := schemas.ByResource("coordination.k8s.io", "v1", "leases")
+	c := &controller{
+		cfg: cfg, client: cfg.Client,
+		nodes:  informer.For(cfg.Log, "", "nodes"),
+		leases: informer.New(cfg.Log, leaseKind, LeaseNamespace),
+		pods:   informer.For(cfg.Log, "", "pods"),
+		queue:  &controllerkit.Queue{},
+		rec:    events.New(cfg.Client, Name, ""),
+		now:    time.Now,
+		heard:  map[string]heard{},
+	}
+	enqueueNode := func(o runtime.Object) { c.queue.Add(controllerkit.Meta(o).GetName()) }
+	c.nodes.AddHandler(informer.Funcs{Add: enqueueNode, Update: func(_, o runtime.Object) { enqueueNode(o) }, Delete: func(o runtime.Object) {
+		c.mu.Lock()
+		delete(c.heard, o.(*corev1.Node).Name)
+		c.mu.Unlock()
+	}})
+	c.leases.AddHandler(informer.Funcs{
+		Add:    func(o runtime.Object) { c.leaseSeen(o.(*coordv1.Lease)) },
+		Update: func(_, o runtime.Object) { c.leaseSeen(o.(*coordv1.Lease)) },
+	})
+	// A pod landing on a tainted node needs its eviction timer.
+	c.pods.AddHandler(informer.Funcs{Add: c.podSeen, Update: func(_, o runtime.Object) { c.podSeen(o) }})
+	ctl := &controllerkit.Controller{
+		Name:      Name,
+		Workers:   cfg.Workers,
+		Informers: []*informer.Informer{c.nodes, c.leases, c.pods},
+		Queue:     c.queue,
+		Reconcile: c.sync,
+		Resync: func() {
+			for _, o := range c.nodes.List(nil) {
+				enqueueNode(o)
+			}
+		},
+		ResyncEvery: cfg.MonitorPeriod,
+		Logger:      cfg.Logger,
+	}
+	return ctl.Producer()
+}
+
+// leaseSeen records the local time at which a renewal was observed: comparing local times
+// keeps clock skew between the kubelet and this controller out of the decision.
+func (c *controller) leaseSeen(l *coordv1.Lease) {
+	renew := ""
+	if l.Spec.RenewTime != nil {
+		renew = l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
+	}
+	c.mu.Lock()
+	if h, ok := c.heard[l.Name]; !ok || h.renew != renew {
+		c.heard[l.Name] = heard{renew: renew, at: c.now()}
+	}
+	c.mu.Unlock()
+	c.queue.Add(l.Name)
+}
+
+// lastHeard: the last observed renewal; a node never heard of gets a full grace period from now.
+func (c *controller) lastHeard(node string) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.heard[node]
+	if !ok {
+		h = heard{at: c.now()}
+		c.heard[node] = h
+	}
+	return h.at
+}
+
+func (c *controller) podSeen(o runtime.Object) {
+	p := o.(*corev1.Pod)
+	if p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
+		return
+	}
+	if n, ok := c.nodes.Get("", p.Spec.NodeName); ok && hasNoExecute(n.(*corev1.Node)) {
+		c.queue.Add(p.Spec.NodeName)
+	}
+}
+
+func hasNoExecute(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}

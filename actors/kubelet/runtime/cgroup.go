@@ -1,0 +1,109 @@
+package runtime
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+const cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupPath nests each container under a per-pod parent in the runtime's
+// namespace, so a pod's cgroups can be found and removed together.
+func (r *Runtime) cgroupPath(podUID, id string) string {
+	return "/" + r.o.Namespace + "/pod" + shortHash(podUID) + "/" + id
+}
+
+// oomKilled reads the kernel's OOM-kill counter of a container's memory
+// cgroup (cgroup v2 memory.events, v1 memory.oom_control). The cgroup lives
+// until the task is deleted, so an exited container can still be asked.
+func (r *Runtime) oomKilled(cgroup string) bool {
+	if cgroup == "" {
+		return false
+	}
+	file := filepath.Join(cgroupRoot, "memory", cgroup, "memory.oom_control")
+	if r.cgroupV2 {
+		file = filepath.Join(cgroupRoot, cgroup, "memory.events")
+	}
+	n, err := readCounter(file, "oom_kill")
+	return err == nil && n > 0
+}
+
+func readCounter(file, key string) (int64, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if ok && k == key {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, errors.New(key + " not found in " + file)
+}
+
+// removePodCgroups removes the pod's parent cgroup (runc removes only the
+// container leaves) in every hierarchy: the unified one, or each v1
+// controller mount.
+func (r *Runtime) removePodCgroups(podUID string) error {
+	return r.removeCgroupTree("/" + r.o.Namespace + "/pod" + shortHash(podUID))
+}
+
+func (r *Runtime) removeCgroupTree(rel string) error {
+	var roots []string
+	if r.cgroupV2 {
+		roots = []string{cgroupRoot}
+	} else {
+		entries, err := os.ReadDir(cgroupRoot)
+		if err != nil {
+			return nil // no cgroupfs: nothing was created
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				roots = append(roots, filepath.Join(cgroupRoot, e.Name()))
+			}
+		}
+	}
+	var errs []error
+	for _, root := range roots {
+		if err := rmdirTree(filepath.Join(root, rel)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// rmdirTree removes a cgroup directory bottom-up (cgroupfs allows only
+// rmdir of empty groups, never unlink of their files).
+func rmdirTree(dir string) error {
+	var dirs []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+	for _, d := range dirs {
+		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}

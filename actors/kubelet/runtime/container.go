@@ -1,0 +1,266 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ContainerConfig is one container of a pod, with Kubernetes semantics:
+// Command replaces the image entrypoint, Args replace its cmd.
+type ContainerConfig struct {
+	Name       string // required
+	Attempt    int    // restart count; each attempt is its own containerd container and log
+	Image      string // an imported image name (required)
+	Command    []string
+	Args       []string
+	Env        []string // KEY=VALUE, over the image's env
+	WorkingDir string
+	Resources  corev1.ResourceRequirements
+	Mounts     []Mount
+}
+
+// Mount bind-mounts a host path (volumes prepared by the agent).
+type Mount struct {
+	HostPath      string
+	ContainerPath string
+	ReadOnly      bool
+}
+
+// Container is a started container.
+type Container struct {
+	ID        string
+	PodUID    string
+	Name      string
+	Attempt   int
+	Image     string
+	Pid       uint32
+	LogPath   string
+	StartedAt time.Time
+}
+
+// StartContainer creates and starts a container in the sandbox: the pod's
+// network namespace, hostname and shared /etc files, cgroup limits from its
+// resources, and stdout+stderr appended to LogPath by the shim (so logging
+// survives an agent restart). Starting an attempt that is already running
+// returns it.
+func (r *Runtime) StartContainer(ctx context.Context, sb *Sandbox, c ContainerConfig) (*Container, error) {
+	if c.Name == "" || c.Image == "" {
+		return nil, errors.New("runtime: ContainerConfig needs Name and Image")
+	}
+	ctx = r.ctx(ctx)
+	id := containerID(sb.PodUID, c.Name, c.Attempt)
+	defer r.locks.lock("ctr/" + id)()
+
+	if existing, err := r.client.LoadContainer(ctx, id); err == nil {
+		return r.adoptRunning(ctx, existing)
+	} else if !errdefs.IsNotFound(err) {
+		return nil, err
+	}
+
+	img, err := r.client.GetImage(ctx, c.Image)
+	if err != nil {
+		return nil, fmt.Errorf("image %q: %w", c.Image, err)
+	}
+	logPath := r.LogPath(sb.PodUID, c.Name, c.Attempt)
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	cgroup := r.cgroupPath(sb.PodUID, id)
+	labels := map[string]string{
+		labelRole: roleContainer, labelPodUID: sb.PodUID, labelPodName: sb.PodName, labelPodNS: sb.PodNamespace,
+		labelSandboxID: sb.ID, labelName: c.Name, labelAttempt: strconv.Itoa(c.Attempt),
+		labelLogPath: logPath, labelCgroup: cgroup,
+	}
+	specOpts, err := containerSpecOpts(img, sb, c, cgroup)
+	if err != nil {
+		return nil, err
+	}
+	// Spec options come after the snapshot: WithImageConfig reads the image.
+	cont, err := r.client.NewContainer(ctx, id,
+		containerd.WithImage(img),
+		containerd.WithSnapshotter(snapshotter),
+		containerd.WithNewSnapshot(id, img),
+		containerd.WithContainerLabels(labels),
+		containerd.WithNewSpec(specOpts...),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create container: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = r.deleteContainer(context.WithoutCancel(ctx), cont)
+		}
+	}()
+	task, err := cont.NewTask(ctx, cio.LogFile(logPath))
+	if err != nil {
+		return nil, fmt.Errorf("create task: %w", err)
+	}
+	if err := task.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start task: %w", err)
+	}
+	started := time.Now().UTC()
+	if _, err := cont.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
+		return nil, err
+	}
+	ok = true
+	return &Container{ID: id, PodUID: sb.PodUID, Name: c.Name, Attempt: c.Attempt, Image: c.Image,
+		Pid: task.Pid(), LogPath: logPath, StartedAt: started}, nil
+}
+
+func (r *Runtime) adoptRunning(ctx context.Context, c containerd.Container) (*Container, error) {
+	info, err := c.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("container %s exists without a task: %w", c.ID(), errdefs.ErrAlreadyExists)
+	}
+	st, err := task.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st.Status != containerd.Running {
+		return nil, fmt.Errorf("container %s already ran (%s): use the next attempt: %w", c.ID(), st.Status, errdefs.ErrAlreadyExists)
+	}
+	attempt, _ := strconv.Atoi(info.Labels[labelAttempt])
+	started, _ := time.Parse(time.RFC3339Nano, info.Labels[labelStartedAt])
+	return &Container{ID: c.ID(), PodUID: info.Labels[labelPodUID], Name: info.Labels[labelName], Attempt: attempt,
+		Image: info.Image, Pid: task.Pid(), LogPath: info.Labels[labelLogPath], StartedAt: started}, nil
+}
+
+func containerSpecOpts(img containerd.Image, sb *Sandbox, c ContainerConfig, cgroup string) ([]oci.SpecOpts, error) {
+	var opts []oci.SpecOpts
+	switch {
+	case len(c.Command) > 0:
+		opts = append(opts, oci.WithImageConfig(img), oci.WithProcessArgs(append(append([]string{}, c.Command...), c.Args...)...))
+	default:
+		opts = append(opts, oci.WithImageConfigArgs(img, c.Args))
+	}
+	if len(c.Env) > 0 {
+		opts = append(opts, oci.WithEnv(c.Env))
+	}
+	if c.WorkingDir != "" {
+		opts = append(opts, oci.WithProcessCwd(c.WorkingDir))
+	}
+	mounts := []specs.Mount{
+		bindMount(filepath.Join(sb.Dir, "hosts"), "/etc/hosts", false),
+		bindMount(filepath.Join(sb.Dir, "hostname"), "/etc/hostname", false),
+		bindMount(filepath.Join(sb.Dir, "resolv.conf"), "/etc/resolv.conf", false),
+	}
+	for _, m := range c.Mounts {
+		mounts = append(mounts, bindMount(m.HostPath, m.ContainerPath, m.ReadOnly))
+	}
+	opts = append(opts,
+		oci.WithHostname(sb.Hostname),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: sb.NetNSPath}),
+		oci.WithMounts(mounts),
+		oci.WithCgroup(cgroup),
+	)
+	lim := limitsFor(c.Resources)
+	if lim.MemoryBytes > 0 {
+		opts = append(opts, oci.WithMemoryLimit(uint64(lim.MemoryBytes)))
+	}
+	if lim.CPUQuota > 0 {
+		opts = append(opts, oci.WithCPUCFS(lim.CPUQuota, lim.CPUPeriod))
+	}
+	opts = append(opts, oci.WithCPUShares(lim.CPUShares))
+	return opts, nil
+}
+
+func bindMount(src, dst string, ro bool) specs.Mount {
+	mode := "rw"
+	if ro {
+		mode = "ro"
+	}
+	return specs.Mount{Type: "bind", Source: src, Destination: dst, Options: []string{"rbind", "rprivate", mode}}
+}
+
+// StopContainer sends SIGTERM, waits up to grace, then SIGKILLs, and deletes
+// the task, the container and its snapshot. The log file stays (previous
+// attempt's logs) until the sandbox goes. A missing container is not an error.
+func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	ctx = r.ctx(ctx)
+	defer r.locks.lock("ctr/" + id)()
+	c, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.killTask(ctx, c, grace); err != nil {
+		return err
+	}
+	return r.deleteContainer(ctx, c)
+}
+
+func (r *Runtime) killTask(ctx context.Context, c containerd.Container, grace time.Duration) error {
+	task, err := c.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st, err := task.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Status == containerd.Stopped {
+		return nil
+	}
+	exited, err := task.Wait(ctx) // before any kill, or the exit can be missed
+	if err != nil {
+		return err
+	}
+	if grace > 0 {
+		if err := task.Kill(ctx, syscall.SIGTERM); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("sigterm %s: %w", c.ID(), err)
+		}
+		select {
+		case <-exited:
+			return nil
+		case <-time.After(grace):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL, containerd.WithKillAll); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("sigkill %s: %w", c.ID(), err)
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) error {
+	if task, err := c.Task(ctx, nil); err == nil {
+		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("delete task %s: %w", c.ID(), err)
+		}
+	} else if !errdefs.IsNotFound(err) {
+		return err
+	}
+	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("delete container %s: %w", c.ID(), err)
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package runtime
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/containerd/containerd/v2/pkg/identifiers"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestLimitsFor(t *testing.T) {
+	q := resource.MustParse
+	for _, tc := range []struct {
+		name string
+		res  corev1.ResourceRequirements
+		want limits
+	}{
+		{"best effort", corev1.ResourceRequirements{}, limits{CPUShares: 2}},
+		{"request only", corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("500m")}},
+			limits{CPUShares: 512}},
+		{"limit defaults request", corev1.ResourceRequirements{Limits: corev1.ResourceList{
+			corev1.ResourceCPU: q("250m"), corev1.ResourceMemory: q("64Mi")}},
+			limits{MemoryBytes: 64 << 20, CPUQuota: 25000, CPUPeriod: 100000, CPUShares: 256}},
+		{"tiny limit floors quota", corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: q("1m")}},
+			limits{CPUQuota: 1000, CPUPeriod: 100000, CPUShares: 2}},
+		{"two cpus", corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: q("1")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("2")}},
+			limits{CPUQuota: 200000, CPUPeriod: 100000, CPUShares: 1024}},
+	} {
+		if got := limitsFor(tc.res); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestConflist(t *testing.T) {
+	b, err := conflist(Options{Root: "/data", PodCIDR: "10.1.2.0/24", Bridge: "br-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Plugins []struct {
+			Type   string `json:"type"`
+			Bridge string `json:"bridge"`
+			IPAM   struct {
+				Type    string                `json:"type"`
+				Ranges  [][]map[string]string `json:"ranges"`
+				DataDir string                `json:"dataDir"`
+			} `json:"ipam"`
+		} `json:"plugins"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Plugins) != 2 || c.Plugins[0].Type != "bridge" || c.Plugins[1].Type != "portmap" {
+		t.Fatalf("plugins %+v", c.Plugins)
+	}
+	br := c.Plugins[0]
+	if br.Bridge != "br-test" || br.IPAM.Type != "host-local" || br.IPAM.Ranges[0][0]["subnet"] != "10.1.2.0/24" ||
+		br.IPAM.DataDir != "/data/cni/ipam" {
+		t.Errorf("bridge %+v", br)
+	}
+	if _, err := conflist(Options{PodCIDR: "nope"}); err == nil {
+		t.Error("bad CIDR: want an error")
+	}
+}
+
+func TestIDsAreValidAndStable(t *testing.T) {
+	long := "a-container-name-that-is-as-long-as-kubernetes-allows-63-chars"
+	for _, id := range []string{
+		sandboxID("0d7c1a64-2f1e-4b0e-9c57-1f2f6a8e3b11"),
+		sandboxID("weird/uid with spaces"),
+		containerID("uid", "web", 0),
+		containerID("uid", long, 12345),
+	} {
+		if err := identifiers.Validate(id); err != nil {
+			t.Errorf("%q: %v", id, err)
+		}
+	}
+	if containerID("u", "web", 1) == containerID("u", "web", 2) || containerID("u", "web", 1) != containerID("u", "web", 1) {
+		t.Error("container IDs must be unique per attempt and stable")
+	}
+	if safeName("../x") == "../x" || safeName("abc") != "abc" {
+		t.Error("safeName")
+	}
+}
+
+func TestKeyedMutexSerialisesPerKey(t *testing.T) {
+	var k keyedMutex
+	var inside, maxInside atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			unlock := k.lock("pod")
+			n := inside.Add(1)
+			if n > maxInside.Load() {
+				maxInside.Store(n)
+			}
+			inside.Add(-1)
+			unlock()
+		}()
+	}
+	wg.Wait()
+	if maxInside.Load() != 1 {
+		t.Errorf("%d holders at once", maxInside.Load())
+	}
+	if len(k.m) != 0 {
+		t.Errorf("entries leak: %v", k.m)
+	}
+}
+
+func TestReadCounter(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "memory.oom_control")
+	if err := os.WriteFile(f, []byte("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := readCounter(f, "oom_kill"); err != nil || n != 3 {
+		t.Errorf("got %d, %v", n, err)
+	}
+	if _, err := readCounter(f, "missing"); err == nil {
+		t.Error("missing key: want an error")
+	}
+}
+
+func TestNodeResources(t *testing.T) {
+	cpu, mem, pods := nodeResources()
+	if cpu.Value() < 1 || mem.Value() < 64<<20 || pods.Value() != maxPods {
+		t.Errorf("cpu=%s memory=%s pods=%s", cpu.String(), mem.String(), pods.String())
+	}
+}

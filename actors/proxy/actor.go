@@ -1,0 +1,213 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/bpf/lb"
+)
+
+// Producer returns the actor producer to give to actorkit.System.Spawn.
+// Every incarnation loads the programs afresh and adopts the pinned maps
+// and links, so a restart changes nothing a connect() can see.
+func (p *Proxy) Producer() func() actorkit.Actor {
+	return func() actorkit.Actor { return &proxyActor{p: p} }
+}
+
+type proxyActor struct {
+	p      *Proxy
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	dp     *lb.Dataplane // set by run, read after wg.Wait
+	q      workqueue.TypedRateLimitingInterface[string]
+}
+
+func (a *proxyActor) Receive(ctx actorkit.Context) {
+	switch ctx.Message().(type) {
+	case *actorkit.Started:
+		a.start(ctx)
+	case *actorkit.Restarting:
+		a.stop(false)
+	case *actorkit.Stopping:
+		a.stop(a.p.cfg.Cleanup)
+	case *actorkit.Crash:
+		panic(fmt.Sprintf("%v: crash requested", a.p))
+	}
+}
+
+func (a *proxyActor) start(actx actorkit.Context) {
+	p := a.p
+	run, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.q = workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second))
+	p.mu.Lock()
+	p.queue = a.q
+	p.mu.Unlock()
+	sys, self := actx.ActorSystem(), actx.Self()
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		// A panic must restart the actor, not kill the process.
+		defer func() {
+			if r := recover(); r != nil {
+				p.cfg.Logger.Error("proxy panic", "node", p.cfg.NodeName, "panic", r, "stack", string(debug.Stack()))
+				sys.Root.Send(self, &actorkit.Crash{})
+			}
+		}()
+		a.run(run)
+	}()
+}
+
+func (a *proxyActor) run(ctx context.Context) {
+	p := a.p
+	for _, inf := range []interface{ Run(context.Context) error }{p.svcs, p.slices} {
+		a.wg.Add(1)
+		go func() { defer a.wg.Done(); _ = inf.Run(ctx) }()
+	}
+	dp := a.load(ctx)
+	if dp == nil {
+		return
+	}
+	if !p.svcs.WaitForSync(ctx) || !p.slices.WaitForSync(ctx) {
+		return
+	}
+	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		err := p.resync(dp)
+		if err == nil {
+			break
+		}
+		p.cfg.Logger.Warn("proxy resync failed; retrying", "node", p.cfg.NodeName, "err", err)
+		if !sleep(ctx, backoff) {
+			return
+		}
+	}
+	p.mu.Lock()
+	p.synced = true
+	p.mu.Unlock()
+	for {
+		key, quit := a.q.Get()
+		if quit {
+			return
+		}
+		if err := p.sync(dp, key); err != nil && ctx.Err() == nil {
+			p.cfg.Logger.Warn("proxy sync failed; requeued", "service", key, "err", err)
+			a.q.AddRateLimited(key)
+		} else {
+			a.q.Forget(key)
+		}
+		a.q.Done(key)
+	}
+}
+
+// load loads and attaches the dataplane, retrying until it works or ctx ends.
+func (a *proxyActor) load(ctx context.Context) *lb.Dataplane {
+	p := a.p
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 10*time.Second) {
+		dp, err := p.open()
+		if err == nil {
+			a.dp = dp
+			p.mu.Lock()
+			p.dp = dp
+			p.mu.Unlock()
+			return dp
+		}
+		p.cfg.Logger.Error("proxy dataplane", "node", p.cfg.NodeName, "err", err)
+		if !sleep(ctx, backoff) {
+			return nil
+		}
+	}
+}
+
+func (p *Proxy) open() (*lb.Dataplane, error) {
+	if err := ensureBPFFS(p.cfg.PinDir); err != nil {
+		return nil, err
+	}
+	opts := p.cfg.Maps
+	opts.PinPath = p.cfg.PinDir
+	dp, err := lb.Load(opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, cg := range p.cfg.Cgroups {
+		if err := dp.Attach(cg); err != nil {
+			dp.Close() // pinned hooks attached so far keep working
+			return nil, err
+		}
+	}
+	return dp, nil
+}
+
+// ensureBPFFS mounts bpffs at BPFRoot when the pin directory is below it
+// and nothing is mounted there yet, as a node's first proxy must.
+func ensureBPFFS(pinDir string) error {
+	if !strings.HasPrefix(filepath.Clean(pinDir), BPFRoot+"/") {
+		return nil
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(BPFRoot, &fs); err == nil && fs.Type == unix.BPF_FS_MAGIC {
+		return nil
+	}
+	if err := os.MkdirAll(BPFRoot, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("bpf", BPFRoot, "bpf", 0, ""); err != nil {
+		return fmt.Errorf("mount bpffs at %s: %w", BPFRoot, err)
+	}
+	return nil
+}
+
+// stop ends the incarnation. The dataplane is closed, which leaves the
+// pinned hooks and maps serving, or removed when cleanup is asked for.
+func (a *proxyActor) stop(cleanup bool) {
+	if a.cancel == nil {
+		return
+	}
+	a.cancel()
+	a.q.ShutDown()
+	a.wg.Wait()
+	a.cancel = nil
+	p := a.p
+	p.mu.Lock()
+	if p.queue == a.q {
+		p.queue = nil
+	}
+	p.dp = nil
+	p.synced = false
+	p.mu.Unlock()
+	var err error
+	switch {
+	case cleanup && a.dp != nil:
+		err = a.dp.Remove()
+	case cleanup:
+		err = removePinned(p.cfg.PinDir)
+	case a.dp != nil:
+		err = a.dp.Close()
+	}
+	if err != nil {
+		p.cfg.Logger.Warn("proxy stop", "node", p.cfg.NodeName, "cleanup", cleanup, "err", err)
+	}
+	a.dp = nil
+}
+
+// removePinned cleans up pins this incarnation never managed to load:
+// unlinking a pinned link detaches it, and unpinned maps are freed.
+func removePinned(dir string) error { return os.RemoveAll(dir) }
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}

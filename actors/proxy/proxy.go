@@ -1,0 +1,212 @@
+// Package proxy is the node's Service proxy: an actor that mirrors Services
+// and EndpointSlices from the state log and programs the eBPF socket load
+// balancer (bpf/lb) to match. Its maps and hooks are pinned in bpffs, so a
+// restarted proxy adopts them and traffic never stops.
+package proxy
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/skiff-sh/skiff/actors/informer"
+	"github.com/skiff-sh/skiff/bpf/lb"
+	"github.com/skiff-sh/skiff/bus/statelog"
+)
+
+// BPFRoot is where bpffs is mounted on a node.
+const BPFRoot = "/sys/fs/bpf"
+
+// DefaultPinDir is where a node's proxy pins its maps and links.
+func DefaultPinDir(node string) string { return filepath.Join(BPFRoot, "skiff", node) }
+
+// Config configures one node's proxy.
+type Config struct {
+	Log      *statelog.Log
+	NodeName string
+	// Cgroups are the cgroup2 directories whose processes reach Services:
+	// the node's pod subtree and, if wanted, the host's own cgroup.
+	Cgroups []string
+	// PinDir is a bpffs directory for maps and links (DefaultPinDir if empty;
+	// bpffs is mounted at BPFRoot when it is not yet).
+	PinDir string
+	// Cleanup removes the pinned programs and maps when the actor stops for
+	// good; otherwise they keep routing until the next proxy adopts them.
+	Cleanup bool
+	// Netns lists the network namespaces (paths) of local pods: after a UDP
+	// Service loses backends, connected UDP sockets pinned to them are
+	// aborted there too (the proxy's own namespace is always covered).
+	Netns func() []string
+	// Maps sizes the maps (PinPath is ignored: PinDir is used).
+	Maps   lb.Options
+	Logger *slog.Logger
+}
+
+// Stats counts the proxy's work since New, over all incarnations.
+type Stats struct {
+	lb.Stats     // map entries written and deleted
+	Upserts  int // Service ports whose entries were (re)written
+	Deletes  int // Service ports removed
+	Syncs    int // full resyncs against Dump (one per incarnation)
+}
+
+// Proxy holds what outlives actor restarts: informers, indexes, counters.
+type Proxy struct {
+	cfg    Config
+	svcs   *informer.Informer
+	slices *informer.Informer
+
+	mu     sync.Mutex
+	bySvc  map[string]map[string]*discoveryv1.EndpointSlice // service key -> slice key -> slice
+	owned  map[string][]lb.ServiceKey                       // service key -> programmed ports
+	owner  map[lb.ServiceKey]string                         // programmed port -> service key
+	queue  workqueue.TypedRateLimitingInterface[string]     // current incarnation's
+	dp     *lb.Dataplane                                    // current incarnation's, nil between
+	synced bool
+	stats  Stats
+}
+
+// New prepares a proxy; spawn Producer() on an actorkit.System to run it.
+func New(cfg Config) *Proxy {
+	if cfg.PinDir == "" {
+		cfg.PinDir = DefaultPinDir(cfg.NodeName)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	p := &Proxy{
+		cfg:    cfg,
+		svcs:   informer.For(cfg.Log, "", "services"),
+		slices: informer.For(cfg.Log, "discovery.k8s.io", "endpointslices"),
+		bySvc:  map[string]map[string]*discoveryv1.EndpointSlice{},
+		owned:  map[string][]lb.ServiceKey{},
+		owner:  map[lb.ServiceKey]string{},
+	}
+	p.svcs.AddHandler(informer.Funcs{
+		Add:    func(o runtime.Object) { p.enqueue(keyOf(o.(*corev1.Service).Namespace, o.(*corev1.Service).Name)) },
+		Update: func(_, o runtime.Object) { p.enqueue(keyOf(o.(*corev1.Service).Namespace, o.(*corev1.Service).Name)) },
+		Delete: func(o runtime.Object) { p.enqueue(keyOf(o.(*corev1.Service).Namespace, o.(*corev1.Service).Name)) },
+	})
+	p.slices.AddHandler(informer.Funcs{
+		Add: func(o runtime.Object) { p.sliceChanged(nil, o.(*discoveryv1.EndpointSlice)) },
+		Update: func(old, o runtime.Object) {
+			p.sliceChanged(old.(*discoveryv1.EndpointSlice), o.(*discoveryv1.EndpointSlice))
+		},
+		Delete: func(o runtime.Object) { p.sliceChanged(o.(*discoveryv1.EndpointSlice), nil) },
+	})
+	return p
+}
+
+func keyOf(namespace, name string) string { return namespace + "/" + name }
+
+func splitKey(key string) (namespace, name string) {
+	namespace, name, _ = strings.Cut(key, "/")
+	return namespace, name
+}
+
+// serviceOf is the key of the Service a slice belongs to ("" if unlabelled).
+func serviceOf(es *discoveryv1.EndpointSlice) string {
+	name := es.Labels[discoveryv1.LabelServiceName]
+	if name == "" {
+		return ""
+	}
+	return keyOf(es.Namespace, name)
+}
+
+// sliceChanged keeps the Service -> slices index and enqueues the Services
+// involved (both, if a slice was relabelled).
+func (p *Proxy) sliceChanged(old, cur *discoveryv1.EndpointSlice) {
+	var keys []string
+	p.mu.Lock()
+	if old != nil {
+		if k := serviceOf(old); k != "" {
+			delete(p.bySvc[k], keyOf(old.Namespace, old.Name))
+			if len(p.bySvc[k]) == 0 {
+				delete(p.bySvc, k)
+			}
+			keys = append(keys, k)
+		}
+	}
+	if cur != nil {
+		if k := serviceOf(cur); k != "" {
+			if p.bySvc[k] == nil {
+				p.bySvc[k] = map[string]*discoveryv1.EndpointSlice{}
+			}
+			p.bySvc[k][keyOf(cur.Namespace, cur.Name)] = cur
+			if len(keys) == 0 || keys[0] != k {
+				keys = append(keys, k)
+			}
+		}
+	}
+	p.mu.Unlock()
+	for _, k := range keys {
+		p.enqueue(k)
+	}
+}
+
+// enqueue is a no-op while no incarnation runs: the next one resyncs all.
+func (p *Proxy) enqueue(key string) {
+	p.mu.Lock()
+	q := p.queue
+	p.mu.Unlock()
+	if q != nil {
+		q.Add(key)
+	}
+}
+
+// desired computes one Service's entries from the caches.
+func (p *Proxy) desired(svc *corev1.Service) map[lb.ServiceKey]lb.ServiceSpec {
+	p.mu.Lock()
+	idx := p.bySvc[keyOf(svc.Namespace, svc.Name)]
+	eps := make([]*discoveryv1.EndpointSlice, 0, len(idx))
+	for _, es := range idx {
+		eps = append(eps, es)
+	}
+	p.mu.Unlock()
+	return Desired(svc, eps, p.cfg.NodeName)
+}
+
+// Stats returns the counters.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+// Synced reports whether the current incarnation has finished its resync
+// and is following changes.
+func (p *Proxy) Synced() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.synced
+}
+
+// Dump reads the programmed Services back from the kernel maps.
+func (p *Proxy) Dump() ([]lb.ServiceDump, error) {
+	p.mu.Lock()
+	dp := p.dp
+	p.mu.Unlock()
+	if dp != nil {
+		if ds, err := dp.Dump(); err == nil {
+			return ds, nil
+		}
+	}
+	// Between incarnations (or closed under us) the pins hold the truth.
+	return lb.DumpPinned(p.cfg.PinDir)
+}
+
+func (p *Proxy) String() string { return fmt.Sprintf("proxy(%s)", p.cfg.NodeName) }
+
+// ServiceDump is one programmed Service port as the kernel maps hold it.
+type ServiceDump = lb.ServiceDump
+
+// ReadPinned reads what a node's proxy programmed from its pinned maps,
+// with no proxy or control plane running (root on the node, like bpftool).
+func ReadPinned(pinDir string) ([]ServiceDump, error) { return lb.DumpPinned(pinDir) }

@@ -1,0 +1,45 @@
+package schemas
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiff-sh/skiff/schemas/defaults"
+	"github.com/skiff-sh/skiff/schemas/printers"
+	"github.com/skiff-sh/skiff/schemas/validation"
+)
+
+// Default fills in what the Kubernetes apiserver sets when a client leaves it out (see package
+// defaults). Idempotent.
+func Default(obj runtime.Object) { defaults.Default(obj) }
+
+// DefaultUpdate carries values the server assigned over from the stored object into an update
+// that omits them (a Service's cluster IPs and node ports), as Kubernetes does, then defaults.
+func DefaultUpdate(newObj, oldObj runtime.Object) { defaults.Update(newObj, oldObj) }
+
+// Validate checks a new object after Default (see package validation).
+func Validate(obj runtime.Object) field.ErrorList { return validation.Validate(obj) }
+
+// ValidateUpdate checks an update of oldObj to newObj, including the immutable fields.
+func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
+	return validation.ValidateUpdate(newObj, oldObj)
+}
+
+// Table renders objs of kind k as kubectl's server-side table; each row carries the object's
+// JSON (with apiVersion and kind) in Object.Raw.
+func Table(k *Kind, objs []runtime.Object, now time.Time) *metav1.Table {
+	t := printers.Table(k.Resource, objs, now)
+	for i := range t.Rows {
+		row := &t.Rows[i]
+		if raw, err := EncodeJSON(row.Object.Object); err == nil {
+			row.Object = runtime.RawExtension{Raw: raw}
+		}
+	}
+	return t
+}
+
+// HumanDuration renders an age the way kubectl does: "5s", "3m2s", "4h", "12d".
+func HumanDuration(d time.Duration) string { return printers.HumanDuration(d) }

@@ -1,0 +1,48 @@
+package defaults
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Update copies server-assigned values that a full replacement (PUT) may leave out from oldObj
+// into newObj, then defaults newObj. Without it, a PUT of a Service written without clusterIP
+// would look like an attempt to change the allocated IP.
+func Update(newObj, oldObj runtime.Object) {
+	if n, ok := newObj.(*corev1.Service); ok {
+		if o, ok := oldObj.(*corev1.Service); ok {
+			serviceAllocated(n, o)
+		}
+	}
+	Default(newObj)
+}
+
+func serviceAllocated(n, o *corev1.Service) {
+	if n.Spec.Type == corev1.ServiceTypeExternalName || o.Spec.Type == corev1.ServiceTypeExternalName {
+		return
+	}
+	if n.Spec.ClusterIP == "" && len(n.Spec.ClusterIPs) == 0 {
+		n.Spec.ClusterIP = o.Spec.ClusterIP
+		n.Spec.ClusterIPs = append([]string(nil), o.Spec.ClusterIPs...)
+		if len(n.Spec.IPFamilies) == 0 {
+			n.Spec.IPFamilies = append([]corev1.IPFamily(nil), o.Spec.IPFamilies...)
+		}
+		if n.Spec.IPFamilyPolicy == nil && o.Spec.IPFamilyPolicy != nil {
+			policy := *o.Spec.IPFamilyPolicy
+			n.Spec.IPFamilyPolicy = &policy
+		}
+	}
+	nodePorts := map[int32]int32{}
+	for _, p := range o.Spec.Ports {
+		nodePorts[p.Port] = p.NodePort
+	}
+	external := n.Spec.Type == corev1.ServiceTypeNodePort || n.Spec.Type == corev1.ServiceTypeLoadBalancer
+	for i := range n.Spec.Ports {
+		if p := &n.Spec.Ports[i]; external && p.NodePort == 0 {
+			p.NodePort = nodePorts[p.Port]
+		}
+	}
+	if n.Spec.Type == corev1.ServiceTypeLoadBalancer && n.Spec.HealthCheckNodePort == 0 {
+		n.Spec.HealthCheckNodePort = o.Spec.HealthCheckNodePort
+	}
+}

@@ -1,0 +1,107 @@
+// Package validation checks objects the way the Kubernetes apiserver does for the kinds Skiff
+// serves, naming fields by their JSON paths ("spec.template.spec.containers[0].image").
+// Kubernetes' own validation lives in k8s.io/kubernetes, which is not importable, so the
+// kind-specific rules are written here on top of apimachinery's generic helpers.
+package validation
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validate checks a new object (after defaulting). An unknown type is an internal error.
+func Validate(obj runtime.Object) field.ErrorList {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		return Pod(o)
+	case *corev1.Service:
+		return Service(o)
+	case *corev1.Namespace:
+		return Namespace(o)
+	case *corev1.Node:
+		return Node(o)
+	case *corev1.Event:
+		return Event(o)
+	case *corev1.ConfigMap:
+		return ConfigMap(o)
+	case *corev1.Secret:
+		return Secret(o)
+	case *appsv1.Deployment:
+		return Deployment(o)
+	case *appsv1.ReplicaSet:
+		return ReplicaSet(o)
+	case *appsv1.DaemonSet:
+		return DaemonSet(o)
+	case *discoveryv1.EndpointSlice:
+		return EndpointSlice(o)
+	case *coordinationv1.Lease:
+		return Lease(o)
+	}
+	return field.ErrorList{field.InternalError(nil, fmt.Errorf("no validation for %T", obj))}
+}
+
+// ValidateUpdate checks newObj as Validate does plus the rules of changing oldObj into it:
+// immutable metadata and the fields each kind forbids changing.
+func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
+	errs := Validate(newObj)
+	switch n := newObj.(type) {
+	case *corev1.Pod:
+		if o, ok := oldObj.(*corev1.Pod); ok {
+			return append(errs, podUpdate(n, o)...)
+		}
+	case *corev1.Service:
+		if o, ok := oldObj.(*corev1.Service); ok {
+			return append(errs, serviceUpdate(n, o)...)
+		}
+	case *corev1.Namespace:
+		if o, ok := oldObj.(*corev1.Namespace); ok {
+			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+		}
+	case *corev1.Node:
+		if o, ok := oldObj.(*corev1.Node); ok {
+			return append(errs, nodeUpdate(n, o)...)
+		}
+	case *corev1.Event:
+		if o, ok := oldObj.(*corev1.Event); ok {
+			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+		}
+	case *corev1.ConfigMap:
+		if o, ok := oldObj.(*corev1.ConfigMap); ok {
+			return append(errs, configMapUpdate(n, o)...)
+		}
+	case *corev1.Secret:
+		if o, ok := oldObj.(*corev1.Secret); ok {
+			return append(errs, secretUpdate(n, o)...)
+		}
+	case *appsv1.Deployment:
+		if o, ok := oldObj.(*appsv1.Deployment); ok {
+			return append(errs, workloadUpdate(&n.ObjectMeta, &o.ObjectMeta, n.Spec.Selector, o.Spec.Selector)...)
+		}
+	case *appsv1.ReplicaSet:
+		if o, ok := oldObj.(*appsv1.ReplicaSet); ok {
+			return append(errs, workloadUpdate(&n.ObjectMeta, &o.ObjectMeta, n.Spec.Selector, o.Spec.Selector)...)
+		}
+	case *appsv1.DaemonSet:
+		if o, ok := oldObj.(*appsv1.DaemonSet); ok {
+			return append(errs, workloadUpdate(&n.ObjectMeta, &o.ObjectMeta, n.Spec.Selector, o.Spec.Selector)...)
+		}
+	case *discoveryv1.EndpointSlice:
+		if o, ok := oldObj.(*discoveryv1.EndpointSlice); ok {
+			errs = append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+			return append(errs, immutable(n.AddressType, o.AddressType, field.NewPath("addressType"))...)
+		}
+	case *coordinationv1.Lease:
+		if o, ok := oldObj.(*coordinationv1.Lease); ok {
+			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+		}
+	default:
+		return errs
+	}
+	return append(errs, field.Invalid(field.NewPath("kind"), fmt.Sprintf("%T", oldObj), fmt.Sprintf("cannot update a %T into a %T", oldObj, newObj)))
+}
