@@ -18,7 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/bus/statelog"
 )
 
-// Controller names, as accepted in Options.Enabled.
+// Controller names: the names of their actors, and of the components that run them.
 const (
 	Deployment       = "deployment"
 	ReplicaSet       = "replicaset"
@@ -31,10 +31,9 @@ const (
 // All lists every controller.
 var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet}
 
-// Options choose the controllers and their timings; zero values take Kubernetes' defaults.
+// Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
-	Enabled []string // names from All, or "*" for all of them; empty runs none
-	Workers int      // per controller; default 2
+	Workers int // per controller; default 2
 
 	NodeGracePeriod    time.Duration // lease silence before a node is NotReady (40 s)
 	PodEvictionTimeout time.Duration // default toleration of not-ready/unreachable (300 s)
@@ -48,13 +47,9 @@ type Deps struct {
 	Logger *slog.Logger
 }
 
-// Start spawns the enabled controllers as supervised actors named "controller-<name>".
-func Start(sys *actorkit.System, d Deps, o Options) (map[string]*actorkit.PID, error) {
-	names := o.Enabled
-	if len(names) == 1 && names[0] == "*" {
-		names = All
-	}
-	pids := map[string]*actorkit.PID{}
+// Start spawns the named controllers (from All) as supervised actors of those names.
+func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit.PID, error) {
+	var pids []*actorkit.PID
 	for _, name := range names {
 		var producer func() actorkit.Actor
 		switch name {
@@ -74,11 +69,11 @@ func Start(sys *actorkit.System, d Deps, o Options) (map[string]*actorkit.PID, e
 		default:
 			return pids, fmt.Errorf("unknown controller %q (known: %v)", name, All)
 		}
-		pid, err := sys.Spawn("controller-"+name, producer)
+		pid, err := sys.Spawn(name, producer)
 		if err != nil {
 			return pids, err
 		}
-		pids[name] = pid
+		pids = append(pids, pid)
 	}
 	return pids, nil
 }

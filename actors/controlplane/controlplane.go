@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/apiserver"
+	"github.com/skiff-sh/skiff/actors/controllers"
 	"github.com/skiff-sh/skiff/actors/scheduler"
 	"github.com/skiff-sh/skiff/bus/natsserver"
 	"github.com/skiff-sh/skiff/bus/statelog"
@@ -35,8 +36,11 @@ type Config struct {
 	CompactEvery time.Duration // how often history older than CompactKeep is compacted; 0 = never
 	CompactKeep  time.Duration
 	Logger       *slog.Logger
-	// Components to run in this process; nil = all of them. Names: "apiserver", "scheduler".
+	// Components to run in this process; nil = all of them. Names: "apiserver", "scheduler",
+	// and the controllers (controllers.All: "deployment", "replicaset", ...).
 	Components []string
+	// Controllers tunes the controllers (node grace period, eviction timeout, workers).
+	Controllers controllers.Options
 }
 
 // Runs reports whether the named component runs in this process.
@@ -120,6 +124,17 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 		if err := cp.spawn("scheduler", scheduler.NewActor(scheduler.Config{Log: cp.Log, Client: cp.Client})); err != nil {
 			return nil, err
 		}
+	}
+	var ctrls []string
+	for _, name := range controllers.All {
+		if cfg.Runs(name) {
+			ctrls = append(ctrls, name)
+		}
+	}
+	pids, err := controllers.Start(cp.Actors, controllers.Deps{Log: cp.Log, Client: cp.Client, Logger: cfg.Logger}, ctrls, cfg.Controllers)
+	cp.pids = append(cp.pids, pids...)
+	if err != nil {
+		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	cp.cancel = cancel

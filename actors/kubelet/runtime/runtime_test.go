@@ -531,10 +531,18 @@ func TestStopSandboxLeavesNothing(t *testing.T) {
 		t.Fatalf("IPAM has no reservation for %s: %v", sb.IP, err)
 	}
 
+	// The bridge plugin's masquerade rules name the sandbox.
+	if nat := natRules(t); !strings.Contains(nat, sb.ID) {
+		t.Errorf("no NAT rule mentions %s:\n%s", sb.ID, nat)
+	}
+
 	if err := f.rt.StopSandbox(ctx, sb.PodUID); err != nil {
 		t.Fatal(err)
 	}
 	assertGone(t, f.rt, sb, []string{c0.ID, c1.ID}, veths)
+	if nat := natRules(t); strings.Contains(nat, sb.ID) {
+		t.Errorf("NAT rules for %s remain:\n%s", sb.ID, nat)
+	}
 	if _, err := os.Stat(ipFile); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("IP %s still reserved: %v", sb.IP, err)
 	}
@@ -695,4 +703,13 @@ func nodeIP(t *testing.T) string {
 	}
 	t.Skip("no non-loopback IPv4 address on this node")
 	return ""
+}
+
+func natRules(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("iptables", "-t", "nat", "-S").CombinedOutput()
+	if err != nil {
+		t.Skipf("iptables: %v %s", err, out)
+	}
+	return string(out)
 }
