@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/actors/apiserver/apibench"
+	"github.com/skiff-sh/skiff/actors/scheduler/framework"
+	"github.com/skiff-sh/skiff/actors/scheduler/schedbench"
 	"github.com/skiff-sh/skiff/bpf/lbbench"
 	"github.com/skiff-sh/skiff/bus/statelog/statelogbench"
 )
@@ -26,6 +28,8 @@ func main() {
 	suites := []suite{
 		{"statelog", statelogbench.RunBench},
 		{"api", func(w io.Writer) error { return apibench.Run(w, apibench.Options{}) }},
+		{"framework", framework.RunBench},
+		{"scheduler", func(w io.Writer) error { return schedbench.Run(w, schedbench.Options{}) }},
 		{"lb", func(w io.Writer) error { return lbbench.Run(w, lbbench.Options{}) }},
 	}
 	want := map[string]bool{}

@@ -24,10 +24,13 @@ import (
 	"github.com/skiff-sh/skiff/internal/testutil"
 )
 
-// Start runs a control plane for one test.
+// Start runs a control plane with only the apiserver: the test spawns the actors it needs.
 func Start(t testing.TB) *controlplane.ControlPlane {
 	t.Helper()
-	return testutil.StartControlPlane(t, func(c *controlplane.Config) { c.Bookmarks = 200 * time.Millisecond })
+	return testutil.StartControlPlane(t, func(c *controlplane.Config) {
+		c.Bookmarks = 200 * time.Millisecond
+		c.Components = []string{"apiserver"}
+	})
 }
 
 // Spawn starts a supervised actor and stops it when the test ends.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,10 +15,18 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 )
 
-// Taints this controller manages, keyed by the node condition they mirror.
+// Taints this controller manages. NoExecute evicts pods (after their tolerations run out);
+// NoSchedule keeps new pods off, since every pod tolerates the NoExecute ones for a while.
 var (
-	unreachable = corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}
-	notReady    = corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute}
+	unreachable = []corev1.Taint{
+		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute},
+		{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule},
+	}
+	notReady = []corev1.Taint{
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute},
+		{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+	}
+	managed = append(append([]corev1.Taint(nil), unreachable...), notReady...)
 )
 
 func (c *controller) sync(ctx context.Context, name string) error {
@@ -31,7 +40,7 @@ func (c *controller) sync(ctx context.Context, name string) error {
 	var errs []error
 	if silentFor >= c.cfg.GracePeriod {
 		errs = append(errs, c.markUnknown(ctx, node, now))
-		errs = append(errs, c.setTaints(ctx, node, &unreachable, now))
+		errs = append(errs, c.setTaints(ctx, node, unreachable, now))
 		errs = append(errs, c.markPodsNotReady(ctx, name, now))
 	} else {
 		c.queue.AddAfter(name, c.cfg.GracePeriod-silentFor+10*time.Millisecond)
@@ -39,7 +48,7 @@ func (c *controller) sync(ctx context.Context, name string) error {
 		case corev1.ConditionTrue:
 			errs = append(errs, c.setTaints(ctx, node, nil, now))
 		case corev1.ConditionFalse: // reported by the kubelet itself
-			errs = append(errs, c.setTaints(ctx, node, &notReady, now))
+			errs = append(errs, c.setTaints(ctx, node, notReady, now))
 		}
 	}
 	errs = append(errs, c.evict(ctx, name, now))
@@ -85,26 +94,37 @@ func (c *controller) markUnknown(ctx context.Context, node *corev1.Node, now tim
 	return nil
 }
 
-// setTaints makes want the only one of the condition taints on the node (nil: neither).
-func (c *controller) setTaints(ctx context.Context, node *corev1.Node, want *corev1.Taint, now time.Time) error {
+// setTaints makes want the only condition taints on the node (nil: none of them), keeping
+// the timeAdded of those already there.
+func (c *controller) setTaints(ctx context.Context, node *corev1.Node, want []corev1.Taint, now time.Time) error {
+	isManaged := func(t *corev1.Taint) bool {
+		for i := range managed {
+			if t.MatchTaint(&managed[i]) {
+				return true
+			}
+		}
+		return false
+	}
 	var taints []corev1.Taint
-	have := false
 	for _, t := range node.Spec.Taints {
-		switch {
-		case want != nil && t.MatchTaint(want):
-			have = true
-			taints = append(taints, t)
-		case t.MatchTaint(&unreachable) || t.MatchTaint(&notReady):
-		default:
+		if !isManaged(&t) {
 			taints = append(taints, t)
 		}
 	}
-	if want != nil && !have {
-		t := *want
-		t.TimeAdded = &metav1.Time{Time: now}
-		taints = append(taints, t)
+	for _, w := range want {
+		found := false
+		for _, t := range node.Spec.Taints {
+			if t.MatchTaint(&w) {
+				taints, found = append(taints, t), true
+				break
+			}
+		}
+		if !found {
+			w.TimeAdded = &metav1.Time{Time: now}
+			taints = append(taints, w)
+		}
 	}
-	if len(taints) == len(node.Spec.Taints) && (want == nil || have) {
+	if apiequality.Semantic.DeepEqual(taints, node.Spec.Taints) || (len(taints) == 0 && len(node.Spec.Taints) == 0) {
 		return nil
 	}
 	next := node.DeepCopy()

@@ -39,6 +39,7 @@ type fixture struct {
 	opts   Options
 	skip   string
 	err    error
+	timing []string // setup phases, logged by the first test
 }
 
 var (
@@ -60,6 +61,10 @@ func env(t *testing.T) *fixture {
 	}
 	if fx.err != nil {
 		t.Fatal(fx.err)
+	}
+	if fx.timing != nil {
+		t.Logf("fixture setup: %s", strings.Join(fx.timing, ", "))
+		fx.timing = nil
 	}
 	return &fx
 }
@@ -86,12 +91,19 @@ func (f *fixture) setup() {
 	if f.root, f.err = os.MkdirTemp("", "skrt"); f.err != nil {
 		return
 	}
+	phase := time.Now()
+	mark := func(name string) {
+		f.timing = append(f.timing, fmt.Sprintf("%s %s", name, time.Since(phase).Round(time.Millisecond)))
+		phase = time.Now()
+	}
 	if f.err = buildImage(filepath.Join(f.root, "images")); f.err != nil {
 		return
 	}
+	mark("build+ocibuild")
 	if f.daemon, f.err = StartContainerd(ctx, f.root); f.err != nil {
 		return
 	}
+	mark("containerd start")
 	suffix := randHex(2)
 	f.opts = Options{
 		Socket:    f.daemon.Socket,
@@ -104,6 +116,7 @@ func (f *fixture) setup() {
 		return
 	}
 	f.err = f.rt.ImportDir(ctx, filepath.Join(f.root, "images"))
+	mark("import+unpack")
 }
 
 func (f *fixture) teardown() {
