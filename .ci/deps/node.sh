@@ -26,7 +26,7 @@ have_containerd() {
 		containerd --version 2>/dev/null | grep -q " ${CONTAINERD_VERSION} "
 }
 if ! have_containerd || ! command -v containerd-shim-runc-v2 >/dev/null 2>&1; then
-	GOBIN="$gobin" CGO_ENABLED=1 go install -tags no_btrfs \
+	GOBIN="$gobin" go install -tags no_btrfs \
 		"github.com/containerd/containerd/v2/cmd/containerd@${CONTAINERD_VERSION}" \
 		"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@${CONTAINERD_VERSION}"
 	install -m 0755 "$gobin/containerd" "$gobin/containerd-shim-runc-v2" /usr/local/bin/

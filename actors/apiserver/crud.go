@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
@@ -56,6 +59,9 @@ func (s *Server) decodeBody(k *schemas.Kind, body []byte, wo writeOptions) (runt
 	if len(body) == 0 {
 		return nil, badRequest("the request body is empty; a %s object is required", k.GVK.Kind)
 	}
+	if n := yamlDocuments(body); n > 1 {
+		return nil, badRequest("the body holds %d YAML documents; a request takes exactly one %s", n, k.GVK.Kind)
+	}
 	obj, err := schemas.DecodeObject(k, body, wo.strict)
 	if err != nil {
 		var se apierrors.APIStatus
@@ -70,6 +76,24 @@ func (s *Server) decodeBody(k *schemas.Kind, body []byte, wo writeOptions) (runt
 	}
 	setTypeMeta(obj, k)
 	return obj, nil
+}
+
+// yamlDocuments counts the non-empty documents of a YAML stream (JSON is one document).
+func yamlDocuments(body []byte) int {
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		return 1
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(body)))
+	n := 0
+	for {
+		doc, err := r.Read()
+		if err != nil {
+			return n
+		}
+		if len(bytes.TrimSpace(doc)) > 0 && !bytes.Equal(bytes.TrimSpace(doc), []byte("---")) {
+			n++
+		}
+	}
 }
 
 func invalid(k *schemas.Kind, name string, errs field.ErrorList) error {
@@ -324,7 +348,7 @@ func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub s
 	if cm.GetDeletionTimestamp() != nil && addsFinalizer(cm.GetFinalizers(), nm.GetFinalizers()) {
 		return nil, invalid(k, cm.GetName(), field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"), "no new finalizers can be added if the object is being deleted")})
 	}
-	schemas.Default(next)
+	schemas.DefaultUpdate(next, cur)
 	nm.SetGeneration(cm.GetGeneration())
 	if sub == "" && specChanged(cur, next) {
 		nm.SetGeneration(cm.GetGeneration() + 1)

@@ -201,6 +201,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 
 // readBody reads at most limit bytes; a larger body is refused whole with 413.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
 		return nil, badRequest("reading request body: %v", err)

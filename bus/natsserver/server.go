@@ -38,6 +38,10 @@ type Server struct {
 }
 
 // Start starts the server and waits until it accepts connections.
+// MaxPayload is the largest message the embedded server accepts; an external cluster needs
+// `max_payload` at least this large for big API replies.
+const MaxPayload = 16 << 20
+
 func Start(cfg Config) (*Server, error) {
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
@@ -69,6 +73,8 @@ func Start(cfg Config) (*Server, error) {
 		NoSigs:     true,
 		NoLog:      !cfg.Log,
 		DontListen: cfg.Port == 0,
+		// API replies (a list of thousands of Nodes) outgrow NATS's 1 MiB default.
+		MaxPayload: MaxPayload,
 	}
 	if cfg.Port == 0 {
 		opts.Port = -1 // unused without a listener, but 0 would mean the default port

@@ -64,12 +64,16 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	probe := c.newPod(ds, hash, "")
 	var eligible []nodeState
 	p := plan{delete: finished}
+	misscheduled := 0
 	for _, o := range c.nodes.List(nil) {
 		node := o.(*corev1.Node)
 		pods := byNode[node.Name]
 		delete(byNode, node.Name)
 		if !shouldRun(probe, node) {
 			p.delete = append(p.delete, pods...)
+			if len(pods) > 0 {
+				misscheduled++
+			}
 			continue
 		}
 		st := nodeState{node: node.Name}
@@ -98,7 +102,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	if satisfied && ds.DeletionTimestamp == nil {
 		manageErr = c.apply(ctx, ds, key, hash, p)
 	}
-	return errors.Join(claimErr, manageErr, c.updateStatus(ctx, ds, key, eligible, len(p.delete), hash))
+	return errors.Join(claimErr, manageErr, c.updateStatus(ctx, ds, key, eligible, misscheduled))
 }
 
 func sortOldestFirst(ps []*corev1.Pod) {
@@ -226,7 +230,7 @@ func (c *controller) apply(ctx context.Context, ds *appsv1.DaemonSet, key, hash 
 	return errors.Join(errs...)
 }
 
-func (c *controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, key string, nodes []nodeState, misscheduled int, hash string) error {
+func (c *controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, key string, nodes []nodeState, misscheduled int) error {
 	st := appsv1.DaemonSetStatus{
 		DesiredNumberScheduled: int32(len(nodes)),
 		NumberMisscheduled:     int32(misscheduled),

@@ -3,11 +3,9 @@ package deployment_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -279,6 +277,3 @@ func TestPausedDeploymentDoesNotRollOut(t *testing.T) {
 	update(t, cp, "web", func(d *appsv1.Deployment) { d.Spec.Paused = false })
 	waitComplete(t, cp, "web", "img:2")
 }
-
-var _ = metav1.Now
-var _ = time.Second

@@ -128,6 +128,14 @@ func (c *controller) newReplicaSet(ctx context.Context, r *run, create bool) (*a
 	}
 	out, err := c.client.Create(ctx, rs)
 	if apierrors.IsAlreadyExists(err) {
+		// Usually our own create that the cache has not shown yet: then it is the new one.
+		if o, gerr := c.client.Get(ctx, controllerkit.MustKind("apps", "replicasets"), d.Namespace, rs.Name); gerr == nil {
+			if got := o.(*appsv1.ReplicaSet); controllerkit.IsOwnedBy(got, d) &&
+				(equalIgnoreHash(&got.Spec.Template, &d.Spec.Template) || got.Labels[HashLabel] == hash) {
+				r.rss = append(r.rss, got)
+				return got, old, nil
+			}
+		}
 		// Another template already owns the name: bump the collision count to get a new hash.
 		next := d.DeepCopy()
 		next.Status.CollisionCount = ptr.To(ptr.Deref(d.Status.CollisionCount, 0) + 1)

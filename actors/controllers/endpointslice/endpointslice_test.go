@@ -10,7 +10,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	ct "github.com/skiff-sh/skiff/actors/controllers/controllertest"
@@ -135,5 +134,4 @@ func TestSlicesFollowPods(t *testing.T) {
 		_, err = cp.Client.Update(ctx, p)
 		return err
 	})
-	_ = ptr.To(0)
 }

@@ -20,6 +20,7 @@ type Daemon struct {
 	Socket  string
 	Root    string
 	LogPath string
+	Adopted bool // it was already serving (a restarted agent): Stop leaves it running
 
 	cmd  *exec.Cmd
 	done chan struct{} // closed when the process exits
@@ -75,6 +76,13 @@ func StartContainerd(ctx context.Context, root string) (*Daemon, error) {
 	if len(d.Socket)+len(".ttrpc") >= 108 {
 		return nil, fmt.Errorf("containerd socket path %q is too long; use a shorter root", d.Socket)
 	}
+	// The daemon outlives the agent that started it: a restarted agent
+	// finds it serving and uses it rather than starting a second one.
+	if serving(ctx, d.Socket) {
+		d.Adopted = true
+		close(d.done)
+		return d, nil
+	}
 	_ = os.Remove(d.Socket) // stale socket of a daemon that died
 	cfg := fmt.Sprintf(daemonConfig, filepath.Join(dir, "root"), filepath.Join(dir, "state"), d.Socket, d.Socket+".ttrpc")
 	cfgPath := filepath.Join(dir, "config.toml")
@@ -113,15 +121,8 @@ func (d *Daemon) waitServing(ctx context.Context, timeout time.Duration) error {
 			return fmt.Errorf("containerd exited: %v; log:\n%s", d.err, tail(d.LogPath, 20))
 		default:
 		}
-		if _, err := os.Stat(d.Socket); err == nil {
-			c, err := containerd.New(d.Socket, containerd.WithTimeout(2*time.Second))
-			if err == nil {
-				ok, err := c.IsServing(ctx)
-				c.Close()
-				if ok && err == nil {
-					return nil
-				}
-			}
+		if serving(ctx, d.Socket) {
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("containerd did not serve on %s within %s; log:\n%s", d.Socket, timeout, tail(d.LogPath, 20))
@@ -134,9 +135,25 @@ func (d *Daemon) waitServing(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
+func serving(ctx context.Context, socket string) bool {
+	if _, err := os.Stat(socket); err != nil {
+		return false
+	}
+	c, err := containerd.New(socket, containerd.WithTimeout(2*time.Second))
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	ok, err := c.IsServing(ctx)
+	return ok && err == nil
+}
+
 // Stop ends the daemon (SIGTERM, then SIGKILL after 10 s). Shims and the
 // containers they run keep running, as they do when containerd restarts.
 func (d *Daemon) Stop() error {
+	if d.Adopted {
+		return nil
+	}
 	select {
 	case <-d.done:
 		return nil

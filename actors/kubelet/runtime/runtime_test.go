@@ -726,3 +726,23 @@ func natRules(t *testing.T) string {
 	}
 	return string(out)
 }
+
+// StartContainerd on a root whose daemon still serves (the agent restarted,
+// containerd did not) adopts it; stopping the adopted handle leaves it up.
+func TestStartContainerdAdoptsServingDaemon(t *testing.T) {
+	f := env(t)
+	ctx := context.Background()
+	d, err := StartContainerd(ctx, f.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Adopted || d.Socket != f.daemon.Socket {
+		t.Fatalf("got %+v, want the running daemon at %s adopted", d, f.daemon.Socket)
+	}
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !serving(ctx, f.daemon.Socket) {
+		t.Fatal("stopping an adopted daemon stopped the real one")
+	}
+}

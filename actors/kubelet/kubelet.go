@@ -1,0 +1,235 @@
+// Package kubelet is Skiff's node agent: it registers its Node, renews the node's Lease, and
+// makes the pods bound to it real on the node's container runtime (containerd + runc + CNI,
+// package runtime), reporting their status back through the apiserver. Like every Skiff
+// actor it only reads the state log (informers) and asks the apiserver for changes.
+//
+// Each pod is reconciled level-triggered by key: the desired spec from the informer is
+// compared with what containerd has (runtime.List), and the gap is closed. Everything the
+// agent needs to resume lives in containerd, so a restarted (or brand-new) agent adopts the
+// running containers instead of starting them again.
+package kubelet
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/events"
+	"github.com/skiff-sh/skiff/actors/informer"
+	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"github.com/skiff-sh/skiff/bus/statelog"
+)
+
+// Version is reported as the node's kubelet version.
+const Version = "v1.37.2-skiff"
+
+// LeaseNamespace holds one heartbeat Lease per node.
+const LeaseNamespace = corev1.NamespaceNodeLease
+
+// Config configures one node's agent. Zero durations get the defaults listed.
+type Config struct {
+	Log      *statelog.Log
+	Client   *apiclient.Client
+	NodeName string            // required
+	Runtime  *kruntime.Runtime // required; the agent never closes it
+	NodeIP   string            // InternalIP and pods' hostIP; default: the first non-loopback IPv4
+	PodCIDR  string            // written into spec.podCIDR
+	Labels   map[string]string // extra node labels
+
+	LeaseDuration      time.Duration // default 40 s
+	RenewInterval      time.Duration // lease renewal, default 10 s
+	NodeStatusInterval time.Duration // heartbeat in the Ready condition, default 1 min
+	ResyncInterval     time.Duration // every pod re-checked and orphans removed, default 10 s
+
+	// Crash-loop back-off: the first restart is immediate, then BackoffBase doubling up to
+	// BackoffMax; a container that ran BackoffReset long starts over. Defaults 10 s, 300 s, 10 min.
+	BackoffBase  time.Duration
+	BackoffMax   time.Duration
+	BackoffReset time.Duration
+
+	Workers int // pods reconciled at once, default 4
+	Logger  *slog.Logger
+}
+
+func (c *Config) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.LeaseDuration, 40*time.Second)
+	def(&c.RenewInterval, 10*time.Second)
+	def(&c.NodeStatusInterval, time.Minute)
+	def(&c.ResyncInterval, 10*time.Second)
+	def(&c.BackoffBase, 10*time.Second)
+	def(&c.BackoffMax, 300*time.Second)
+	def(&c.BackoffReset, 10*time.Minute)
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.NodeIP == "" {
+		c.NodeIP = firstIPv4()
+	}
+}
+
+type kubelet struct {
+	cfg      Config
+	rt       *kruntime.Runtime
+	client   *apiclient.Client
+	pods     *informer.Informer
+	nodes    *informer.Informer
+	queue    *controllerkit.Queue
+	recorder *events.Recorder
+	backoff  *backoff
+	probes   *probeManager
+
+	mu   sync.Mutex
+	keys map[types.UID]string // pod UID -> key, for runtime events
+}
+
+// New returns the producer of a node agent actor. Spawn it once per node; state that must
+// survive an actor restart lives in containerd or in this closure.
+func New(cfg Config) func() actorkit.Actor {
+	cfg.defaults()
+	k := &kubelet{
+		cfg: cfg, rt: cfg.Runtime, client: cfg.Client,
+		pods:     informer.For(cfg.Log, "", "pods"),
+		nodes:    informer.For(cfg.Log, "", "nodes"),
+		queue:    &controllerkit.Queue{},
+		recorder: events.New(cfg.Client, "kubelet", cfg.NodeName),
+		backoff:  newBackoff(cfg.BackoffBase, cfg.BackoffMax, cfg.BackoffReset),
+		keys:     map[types.UID]string{},
+	}
+	k.probes = newProbeManager(k)
+	k.pods.AddHandler(informer.Funcs{
+		Add:    func(o runtime.Object) { k.observe(o.(*corev1.Pod)) },
+		Update: func(_, o runtime.Object) { k.observe(o.(*corev1.Pod)) },
+		// A vanished pod is enqueued too: its sandbox must go.
+		Delete: func(o runtime.Object) { k.observe(o.(*corev1.Pod)) },
+	})
+	ctl := &controllerkit.Controller{
+		Name:      "kubelet/" + cfg.NodeName,
+		Workers:   cfg.Workers,
+		Informers: []*informer.Informer{k.pods, k.nodes},
+		Queue:     k.queue,
+		Reconcile: k.syncPod,
+		Resync:    k.enqueueAll,
+		Loops:     []func(context.Context){k.heartbeat, k.housekeeping, k.watchRuntime},
+		Logger:    cfg.Logger,
+	}
+	return ctl.Producer()
+}
+
+func (k *kubelet) observe(p *corev1.Pod) {
+	if p.Spec.NodeName != k.cfg.NodeName {
+		return
+	}
+	key := controllerkit.KeyOf(p)
+	k.mu.Lock()
+	k.keys[p.UID] = key
+	k.mu.Unlock()
+	k.queue.Add(key)
+}
+
+func (k *kubelet) keyFor(uid types.UID) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys[uid]
+}
+
+func (k *kubelet) forgetUID(uid types.UID) {
+	k.mu.Lock()
+	delete(k.keys, uid)
+	k.mu.Unlock()
+	k.backoff.forget(uid)
+	k.probes.retain(uid, nil)
+}
+
+func (k *kubelet) ownPods() []*corev1.Pod {
+	return controllerkit.Pods(k.pods.List(func(o runtime.Object) bool {
+		return o.(*corev1.Pod).Spec.NodeName == k.cfg.NodeName
+	}))
+}
+
+func (k *kubelet) enqueueAll() {
+	for _, p := range k.ownPods() {
+		k.observe(p)
+	}
+}
+
+// watchRuntime turns container exits and OOMs into pod syncs.
+func (k *kubelet) watchRuntime(ctx context.Context) {
+	for ev := range k.rt.Events(ctx) {
+		if key := k.keyFor(types.UID(ev.PodUID)); key != "" {
+			k.queue.Add(key)
+		}
+	}
+}
+
+// housekeeping adopts or removes what the runtime holds: a sandbox whose pod still exists
+// here is synced (its running containers are kept), any other sandbox is torn down. It runs
+// at every (re)start, once the caches are in, and then every ResyncInterval.
+func (k *kubelet) housekeeping(ctx context.Context) {
+	t := time.NewTicker(k.cfg.ResyncInterval)
+	defer t.Stop()
+	for {
+		k.removeOrphans(ctx)
+		k.enqueueAll()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (k *kubelet) removeOrphans(ctx context.Context) {
+	// The runtime is read before the cache: a sandbox made after this List belongs to a pod
+	// the cache already had, so it is never mistaken for an orphan.
+	sandboxes, err := k.rt.List(ctx)
+	if err != nil {
+		k.cfg.Logger.Warn("kubelet: list runtime", "node", k.cfg.NodeName, "err", err)
+		return
+	}
+	live := map[types.UID]bool{}
+	for _, p := range k.ownPods() {
+		live[p.UID] = true
+	}
+	for _, sb := range sandboxes {
+		uid := types.UID(sb.PodUID)
+		if live[uid] {
+			continue
+		}
+		k.cfg.Logger.Info("kubelet: removing orphaned sandbox", "node", k.cfg.NodeName, "pod", sb.PodNamespace+"/"+sb.PodName, "uid", uid)
+		if err := k.rt.StopSandbox(ctx, sb.PodUID); err != nil {
+			k.cfg.Logger.Warn("kubelet: remove orphan", "uid", uid, "err", err)
+			continue
+		}
+		k.forgetUID(uid)
+	}
+}
+
+func firstIPv4() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	return "127.0.0.1"
+}
