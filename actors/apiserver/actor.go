@@ -109,7 +109,8 @@ func (a *apiActor) stop() {
 		a.http = nil
 	}
 	if a.sub != nil {
-		_ = a.sub.Unsubscribe()
+		// Drain answers what was already delivered, so no caller waits out its deadline.
+		_ = a.sub.Drain()
 		a.sub = nil
 	}
 }

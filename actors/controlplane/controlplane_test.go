@@ -93,6 +93,8 @@ func TestAPIServerActorRestartsAfterCrash(t *testing.T) {
 	ctx := context.Background()
 	cp.Actors.Send(cp.Actor("apiserver"), &actorkit.Crash{})
 	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		_, err := cp.Client.Create(ctx, configMap(fmt.Sprintf("x-%d", time.Now().UnixNano())))
 		return err
 	})

@@ -54,7 +54,7 @@ func newProbeManager(k *kubelet) *probeManager {
 	return &probeManager{
 		k: k, workers: map[string]*probeWorker{},
 		client: &http.Client{Transport: &http.Transport{
-			DisableKeepAlives: true, // a probe per period per pod must not pile up idle connections
+			DisableKeepAlives: true,                                  // a probe per period per pod must not pile up idle connections
 			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // probes do not verify, as in Kubernetes
 		}},
 	}

@@ -37,11 +37,11 @@ type Server struct {
 	tmpDir string
 }
 
-// Start starts the server and waits until it accepts connections.
 // MaxPayload is the largest message the embedded server accepts; an external cluster needs
 // `max_payload` at least this large for big API replies.
 const MaxPayload = 16 << 20
 
+// Start starts the server and waits until it accepts connections.
 func Start(cfg Config) (*Server, error) {
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"

@@ -28,14 +28,16 @@ func defaultDataDir() string {
 
 func newUp() *cobra.Command {
 	cfg := controlplane.Config{}
+	node := nodeFlags{}
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run all of Skiff in this process, with an embedded NATS JetStream server",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runControlPlane(cmd.Context(), cfg)
+			return runControlPlane(cmd.Context(), cfg, &node)
 		},
 	}
 	f := cmd.Flags()
+	node.register(cmd, true)
 	f.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "where the state log (JetStream store) and the kubeconfig live")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "apiserver address")
 	f.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS (JetStream) cluster instead of the embedded server")
@@ -47,7 +49,7 @@ func newUp() *cobra.Command {
 	return cmd
 }
 
-func runControlPlane(ctx context.Context, cfg controlplane.Config) error {
+func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFlags) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -57,6 +59,15 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config) error {
 		return err
 	}
 	defer cp.Stop()
+	if node != nil && node.enabled {
+		a, err := node.start(ctx, cp.Log, cp.Client, cp.Actors, cfg.DataDir, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		if a != nil {
+			defer a.Stop()
+		}
+	}
 	kubeconfig := ""
 	if cfg.DataDir != "" && cp.URL() != "" {
 		kubeconfig = filepath.Join(cfg.DataDir, "kubeconfig")

@@ -1,0 +1,126 @@
+// Package agent assembles a Skiff node: the container runtime (containerd, started here when no
+// socket is given), the kubelet actor and the proxy actor, all reading the state log and writing
+// through the apiserver.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/kubelet"
+	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"github.com/skiff-sh/skiff/actors/proxy"
+	"github.com/skiff-sh/skiff/bus/statelog"
+)
+
+// Config describes one node.
+type Config struct {
+	Log              *statelog.Log
+	Client           *apiclient.Client
+	Actors           *actorkit.System
+	NodeName         string
+	DataDir          string // containerd root, pod dirs, logs
+	ContainerdSocket string // "" starts a containerd under DataDir
+	PodCIDR          string // default 10.88.0.0/16
+	ImagesDir        string // every *.tar here is imported at start (airgap images, as k3s does)
+	CgroupRoot       string // cgroup2 mount whose processes reach Services; "" mounts one under DataDir
+	Logger           *slog.Logger
+}
+
+// Agent is a running node.
+type Agent struct {
+	Runtime *kruntime.Runtime
+	Proxy   *proxy.Proxy
+	pids    []*actorkit.PID
+	actors  *actorkit.System
+}
+
+// Supported reports why this machine cannot run a node agent ("" when it can).
+func Supported() string {
+	if os.Geteuid() != 0 {
+		return "the node agent needs root (containers, network namespaces, eBPF)"
+	}
+	return ""
+}
+
+// Start brings the node up.
+func Start(ctx context.Context, cfg Config) (*Agent, error) {
+	if why := Supported(); why != "" {
+		return nil, errors.New(why)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.NodeName == "" {
+		h, _ := os.Hostname()
+		cfg.NodeName = h
+	}
+	if cfg.PodCIDR == "" {
+		cfg.PodCIDR = "10.88.0.0/16"
+	}
+	rt, err := kruntime.New(ctx, kruntime.Options{Socket: cfg.ContainerdSocket, Root: filepath.Join(cfg.DataDir, "node"), PodCIDR: cfg.PodCIDR})
+	if err != nil {
+		return nil, fmt.Errorf("container runtime: %w", err)
+	}
+	a := &Agent{Runtime: rt, actors: cfg.Actors}
+	if cfg.ImagesDir != "" {
+		if err := rt.ImportDir(ctx, cfg.ImagesDir); err != nil {
+			cfg.Logger.Warn("importing images", "dir", cfg.ImagesDir, "err", err)
+		}
+	}
+	cgroup := cfg.CgroupRoot
+	if cgroup == "" {
+		if cgroup, err = mountCgroup2(filepath.Join(cfg.DataDir, "cgroup2")); err != nil {
+			a.Stop()
+			return nil, err
+		}
+	}
+	pid, err := cfg.Actors.Spawn("kubelet", kubelet.New(kubelet.Config{Log: cfg.Log, Client: cfg.Client, NodeName: cfg.NodeName, Runtime: rt, PodCIDR: cfg.PodCIDR, Logger: cfg.Logger}))
+	if err != nil {
+		a.Stop()
+		return nil, err
+	}
+	a.pids = append(a.pids, pid)
+	a.Proxy = proxy.New(proxy.Config{Log: cfg.Log, NodeName: cfg.NodeName, Cgroups: []string{cgroup}, Logger: cfg.Logger})
+	if pid, err = cfg.Actors.Spawn("proxy", a.Proxy.Producer()); err != nil {
+		a.Stop()
+		return nil, err
+	}
+	a.pids = append(a.pids, pid)
+	return a, nil
+}
+
+// mountCgroup2 mounts a cgroup2 hierarchy at dir unless one is there. Every process starts in
+// its root, so hooks attached there see the host's and the pods' connects alike.
+func mountCgroup2(dir string) (string, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := unix.Mount("none", dir, "cgroup2", 0, ""); err != nil {
+		return "", fmt.Errorf("mount cgroup2 at %s: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// Stop stops the node's actors and closes the runtime; containers keep running and are adopted
+// by the next agent, as with a kubelet restart.
+func (a *Agent) Stop() {
+	for i := len(a.pids) - 1; i >= 0; i-- {
+		a.actors.Stop(a.pids[i])
+	}
+	if a.Runtime != nil {
+		_ = a.Runtime.Close()
+	}
+}

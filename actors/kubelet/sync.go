@@ -1,0 +1,365 @@
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+)
+
+const sigterm, sigkill = syscall.SIGTERM, syscall.SIGKILL
+
+// waitInfo is why a container is not running (shown as its waiting state).
+type waitInfo struct{ reason, message string }
+
+// syncPod closes the gap between one pod key and the runtime: a pod bound here runs, a pod
+// being deleted is stopped and finished, anything else under that name is torn down.
+func (k *kubelet) syncPod(ctx context.Context, key string) error {
+	ns, name := controllerkit.SplitKey(key)
+	var pod *corev1.Pod
+	if o, ok := k.pods.Get(ns, name); ok && o.(*corev1.Pod).Spec.NodeName == k.cfg.NodeName {
+		pod = o.(*corev1.Pod)
+	}
+	all, err := k.rt.List(ctx)
+	if err != nil {
+		return err
+	}
+	var cur *kruntime.SandboxStatus
+	for i := range all {
+		sb := &all[i]
+		switch {
+		case pod != nil && sb.PodUID == string(pod.UID):
+			cur = sb
+		case sb.PodNamespace == ns && sb.PodName == name:
+			// The same name but not this pod (deleted, recreated, bound elsewhere): a leftover.
+			if err := k.rt.StopSandbox(ctx, sb.PodUID); err != nil {
+				return err
+			}
+			k.forgetUID(types.UID(sb.PodUID))
+		}
+	}
+	switch {
+	case pod == nil:
+		return nil
+	case pod.DeletionTimestamp != nil:
+		return k.terminate(ctx, pod, cur)
+	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
+		// Finished and reported: nothing of it needs to keep running.
+		if cur != nil {
+			k.probes.retain(pod.UID, nil)
+			return k.rt.StopSandbox(ctx, string(pod.UID))
+		}
+		return nil
+	}
+	return k.run(ctx, pod, cur)
+}
+
+func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.SandboxStatus) error {
+	sb, err := k.rt.RunSandbox(ctx, sandboxConfig(pod))
+	if err != nil {
+		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return err
+	}
+	attempts := byName(cur)
+	waiting := map[string]waitInfo{}
+	var retry time.Duration
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		w, after, err := k.syncContainer(ctx, pod, sb, c, attempts[c.Name])
+		if err != nil {
+			return err
+		}
+		if w != nil {
+			waiting[c.Name] = *w
+		}
+		if after > 0 && (retry == 0 || after < retry) {
+			retry = after
+		}
+	}
+	if cur, err = k.podRuntime(ctx, pod.UID); err != nil {
+		return err
+	}
+	attempts = byName(cur)
+	running := map[string]bool{}
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if l := latest(attempts[c.Name]); l != nil && l.State == kruntime.StateRunning {
+			running[l.ID] = true
+			k.probes.ensure(ctx, pod, c, *l, sb.IP)
+		}
+	}
+	k.probes.retain(pod.UID, running)
+	if err := k.reportStatus(ctx, pod, sb, attempts, waiting); err != nil {
+		return err
+	}
+	if retry > 0 {
+		k.queue.AddAfter(controllerkit.KeyOf(pod), retry)
+	}
+	return nil
+}
+
+// syncContainer starts, restarts or kills one container; it returns why the container waits
+// (if it does) and when to look again.
+func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, sb *kruntime.Sandbox, c *corev1.Container, atts []kruntime.ContainerStatus) (*waitInfo, time.Duration, error) {
+	l := latest(atts)
+	switch {
+	case l == nil:
+		return k.start(ctx, pod, sb, c, 0)
+	case l.State == kruntime.StateRunning:
+		res := k.probes.result(l.ID, c)
+		if !res.LiveFailed {
+			return nil, 0, nil
+		}
+		k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.Name, res.Why)
+		if err := k.kill(ctx, l.ID, terminationGrace(pod)); err != nil {
+			return nil, 0, err
+		}
+		k.queue.Add(controllerkit.KeyOf(pod)) // the restart is the next sync's, under back-off
+		return nil, 0, nil
+	case l.State == kruntime.StateExited:
+		if !wantsRestart(pod.Spec.RestartPolicy, l.ExitCode) {
+			return nil, 0, nil
+		}
+		now := time.Now()
+		wait, delay := k.backoff.wait(pod.UID, c.Name, l.StartedAt, l.FinishedAt, now)
+		if wait > 0 {
+			k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID)
+			return &waitInfo{"CrashLoopBackOff", fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c.Name, pod.Name, pod.Namespace, pod.UID)}, wait, nil
+		}
+		// Only the latest attempt is kept (its exit is lastState; its log is --previous).
+		for _, old := range atts[:len(atts)-1] {
+			if err := k.rt.StopContainer(ctx, old.ID, 0); err != nil {
+				return nil, 0, err
+			}
+		}
+		w, after, err := k.start(ctx, pod, sb, c, l.Attempt+1)
+		if err == nil && w == nil {
+			k.backoff.restarted(pod.UID, c.Name)
+		}
+		return w, after, err
+	case l.State == kruntime.StateCreated:
+		// Made but never started (an agent crash mid-start): make this attempt again.
+		if err := k.rt.StopContainer(ctx, l.ID, 0); err != nil {
+			return nil, 0, err
+		}
+		return k.start(ctx, pod, sb, c, l.Attempt)
+	default:
+		return nil, time.Second, nil // containerd could not say: ask again soon
+	}
+}
+
+func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, sb *kruntime.Sandbox, c *corev1.Container, attempt int) (*waitInfo, time.Duration, error) {
+	env, vars, err := k.containerEnv(ctx, pod, c, sb.IP)
+	if err != nil {
+		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return &waitInfo{"CreateContainerConfigError", err.Error()}, k.cfg.BackoffBase, nil
+	}
+	_, err = k.rt.StartContainer(ctx, sb, kruntime.ContainerConfig{
+		Name: c.Name, Attempt: attempt, Image: c.Image,
+		Command: expandAll(c.Command, vars), Args: expandAll(c.Args, vars), Env: env,
+		WorkingDir: c.WorkingDir, Resources: c.Resources,
+	})
+	switch {
+	case err == nil:
+	case errdefs.IsAlreadyExists(err):
+		k.queue.Add(controllerkit.KeyOf(pod)) // that attempt exists already: look again
+		return nil, 0, nil
+	case errdefs.IsNotFound(err) && strings.HasPrefix(err.Error(), "image "):
+		msg := fmt.Sprintf("image %q is not present on the node and there is no registry to pull from", c.Image)
+		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "ErrImageNeverPull", "Container image %q is not present", c.Image)
+		return &waitInfo{"ErrImageNeverPull", msg}, k.cfg.BackoffBase, nil
+	default:
+		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return &waitInfo{"RunContainerError", err.Error()}, k.cfg.BackoffBase, nil
+	}
+	k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	return nil, 0, nil
+}
+
+// kill stops a container's process (SIGTERM, SIGKILL after grace) but keeps the container,
+// so its exit code and attempt number stay for the status and the restart.
+func (k *kubelet) kill(ctx context.Context, id string, grace time.Duration) error {
+	cctx := namespaces.WithNamespace(ctx, k.rt.Namespace())
+	c, err := k.rt.Client().LoadContainer(cctx, id)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	task, err := c.Task(cctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	exited, err := task.Wait(cctx) // before the kill, or the exit can be missed
+	if err != nil {
+		return err
+	}
+	if grace > 0 {
+		if err := task.Kill(cctx, sigterm); err != nil && !errdefs.IsNotFound(err) {
+			return err
+		}
+		select {
+		case <-exited:
+			return nil
+		case <-time.After(grace):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := task.Kill(cctx, sigkill); err != nil && !errdefs.IsNotFound(err) {
+		return err
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// terminate stops a pod being deleted: every container gets the pod's grace period, then the
+// sandbox goes, then the pod is deleted for good (grace 0, only this incarnation of it).
+func (k *kubelet) terminate(ctx context.Context, pod *corev1.Pod, cur *kruntime.SandboxStatus) error {
+	grace := terminationGrace(pod)
+	if pod.DeletionGracePeriodSeconds != nil {
+		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	}
+	k.probes.retain(pod.UID, nil)
+	if cur != nil {
+		var wg sync.WaitGroup
+		errs := make([]error, len(cur.Containers))
+		for i, c := range cur.Containers {
+			if c.State != kruntime.StateRunning {
+				continue
+			}
+			k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = k.rt.StopContainer(ctx, c.ID, grace)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	if err := k.rt.StopSandbox(ctx, string(pod.UID)); err != nil {
+		return err
+	}
+	k.forgetUID(pod.UID)
+	uid := pod.UID
+	err := k.client.Delete(ctx, controllerkit.MustKind("", "pods"), pod.Namespace, pod.Name,
+		&metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0)), Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+func (k *kubelet) reportStatus(ctx context.Context, pod *corev1.Pod, sb *kruntime.Sandbox, attempts map[string][]kruntime.ContainerStatus, waiting map[string]waitInfo) error {
+	st := k.podStatus(pod, sb, attempts, waiting)
+	if apiequality.Semantic.DeepEqual(st, pod.Status) {
+		return nil
+	}
+	next := pod.DeepCopy()
+	next.Status = st
+	_, err := k.client.UpdateStatus(ctx, next)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (k *kubelet) podRuntime(ctx context.Context, uid types.UID) (*kruntime.SandboxStatus, error) {
+	all, err := k.rt.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range all {
+		if all[i].PodUID == string(uid) {
+			return &all[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func sandboxConfig(pod *corev1.Pod) kruntime.SandboxConfig {
+	sc := kruntime.SandboxConfig{PodUID: string(pod.UID), PodName: pod.Name, PodNamespace: pod.Namespace, Hostname: pod.Spec.Hostname}
+	if d := pod.Spec.DNSConfig; d != nil {
+		sc.DNSServers, sc.DNSSearches = d.Nameservers, d.Searches
+		for _, o := range d.Options {
+			if o.Value != nil {
+				sc.DNSOptions = append(sc.DNSOptions, o.Name+":"+*o.Value)
+			} else {
+				sc.DNSOptions = append(sc.DNSOptions, o.Name)
+			}
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort > 0 {
+				sc.PortMappings = append(sc.PortMappings, kruntime.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort,
+					Protocol: strings.ToLower(string(p.Protocol)), HostIP: p.HostIP})
+			}
+		}
+	}
+	return sc
+}
+
+// byName groups a pod's container attempts by container name, oldest first.
+func byName(sb *kruntime.SandboxStatus) map[string][]kruntime.ContainerStatus {
+	out := map[string][]kruntime.ContainerStatus{}
+	if sb == nil {
+		return out
+	}
+	for _, c := range sb.Containers { // List sorts by name, then attempt
+		out[c.Name] = append(out[c.Name], c)
+	}
+	return out
+}
+
+func latest(atts []kruntime.ContainerStatus) *kruntime.ContainerStatus {
+	if len(atts) == 0 {
+		return nil
+	}
+	return &atts[len(atts)-1]
+}
+
+func wantsRestart(policy corev1.RestartPolicy, exitCode int) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default:
+		return true
+	}
+}
+
+func terminationGrace(pod *corev1.Pod) time.Duration {
+	if s := pod.Spec.TerminationGracePeriodSeconds; s != nil {
+		return time.Duration(*s) * time.Second
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds * time.Second
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/agent"
+	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/bus/statelog"
+)
+
+// nodeFlags are the node agent's flags, shared by `skiff up` and `skiff agent`.
+type nodeFlags struct {
+	enabled    bool
+	name       string
+	containerd string
+	podCIDR    string
+	images     string
+	cgroup     string
+}
+
+func (n *nodeFlags) register(cmd *cobra.Command, optional bool) {
+	f := cmd.Flags()
+	if optional {
+		f.BoolVar(&n.enabled, "agent", agent.Supported() == "", "also run a node agent here (needs root)")
+	} else {
+		n.enabled = true
+	}
+	host, _ := os.Hostname()
+	f.StringVar(&n.name, "node-name", host, "this node's name")
+	f.StringVar(&n.containerd, "containerd-socket", "", "containerd to use; empty starts one under the data dir")
+	f.StringVar(&n.podCIDR, "pod-cidr", "10.88.0.0/16", "this node's pod IP range")
+	f.StringVar(&n.images, "images-dir", "", "import every image tarball in this directory at start (default DATA_DIR/images)")
+	f.StringVar(&n.cgroup, "cgroup-root", "", "cgroup2 directory whose processes reach Services (default: a cgroup2 mount under the data dir)")
+}
+
+func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, client *apiclient.Client, actors *actorkit.System, dataDir string, logger *slog.Logger) (*agent.Agent, error) {
+	if why := agent.Supported(); why != "" {
+		fmt.Fprintf(os.Stderr, "skiff: no node agent here: %s\n", why)
+		return nil, nil
+	}
+	images := n.images
+	if images == "" {
+		images = filepath.Join(dataDir, "images")
+	}
+	return agent.Start(ctx, agent.Config{Log: log, Client: client, Actors: actors, NodeName: n.name, DataDir: dataDir,
+		ContainerdSocket: n.containerd, PodCIDR: n.podCIDR, ImagesDir: images, CgroupRoot: n.cgroup, Logger: logger})
+}
+
+func newAgent() *cobra.Command {
+	node := &nodeFlags{}
+	var natsURL, dataDir string
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run a node agent (kubelet + proxy) that joins a Skiff control plane through NATS",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			nc, err := nats.Connect(natsURL, nats.Name("skiff-agent-"+node.name), nats.MaxReconnects(-1))
+			if err != nil {
+				return fmt.Errorf("connect %s: %w", natsURL, err)
+			}
+			defer nc.Close()
+			log, err := statelog.Open(ctx, nc, statelog.Config{})
+			if err != nil {
+				return err
+			}
+			defer log.Close()
+			actors := actorkit.NewSystem()
+			defer actors.Shutdown()
+			a, err := node.start(ctx, log, &apiclient.Client{T: apiclient.NATS{Conn: nc}}, actors, dataDir, logger)
+			if err != nil {
+				return err
+			}
+			if a == nil {
+				return fmt.Errorf("this machine cannot run a node agent")
+			}
+			defer a.Stop()
+			fmt.Fprintf(os.Stderr, "skiff agent %s is up\n", node.name)
+			<-ctx.Done()
+			return nil
+		},
+	}
+	node.register(cmd, false)
+	cmd.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "the control plane's NATS")
+	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir()+"-agent", "where containerd and pod data live")
+	return cmd
+}
