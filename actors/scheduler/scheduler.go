@@ -121,8 +121,10 @@ func (st *state) onPod(old, p *corev1.Pod) {
 	}
 }
 
+// newQueue: an unschedulable pod is retried after 1 s doubling to 10 s, as kube-scheduler does
+// (podInitialBackoffSeconds, podMaxBackoffSeconds); a node change retries at once.
 func (st *state) newQueue() workqueue.TypedRateLimitingInterface[string] {
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second))
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, 10*time.Second))
 	st.qmu.Lock()
 	st.queue = q
 	st.qmu.Unlock()
