@@ -256,7 +256,7 @@ func (m *probeManager) probe(ctx context.Context, p *corev1.Probe, c *corev1.Con
 		conn.Close()
 		return true, ""
 	case p.Exec != nil:
-		var out bytes.Buffer
+		var out lockedBuffer // stdout and stderr are copied by two goroutines
 		code, err := m.k.rt.Exec(ctx, id, p.Exec.Command, nil, &out, &out, false)
 		if err != nil {
 			return false, err.Error()
@@ -283,4 +283,21 @@ func resolvePort(port intstr.IntOrString, c *corev1.Container) (int, error) {
 		return n, nil
 	}
 	return 0, fmt.Errorf("container %s has no port named %q", c.Name, port.StrVal)
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

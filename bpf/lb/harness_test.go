@@ -1,33 +1,28 @@
 package lb
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/skiff-sh/skiff/internal/testutil/cgrouptest"
 )
 
 // The client side of every test runs in a separate process placed into a
-// child cgroup at clone time (CLONE_INTO_CGROUP), so the hooks never touch
-// the test process itself. It is the test binary re-executed in client mode,
-// driven by one JSON request per line on stdin.
+// child cgroup at clone time (CLONE_INTO_CGROUP, see cgrouptest), so the
+// hooks never touch the test process itself.
 
 const clientEnv = "SKIFF_LB_TEST_CLIENT"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(clientEnv) == "1" {
-		runClient(os.Stdin, os.Stdout)
+	if cgrouptest.IsClient(clientEnv) {
+		socks := map[string]*net.UDPConn{}
+		cgrouptest.Serve(os.Stdin, os.Stdout,
+			func(req request) response { return serve(req, socks) },
+			func(err error) response { return response{Err: err.Error()} })
 		return
 	}
 	os.Exit(m.Run())
@@ -49,20 +44,6 @@ type response struct {
 	Errno  int            `json:",omitempty"`
 }
 
-func runClient(in io.Reader, out io.Writer) {
-	socks := map[string]*net.UDPConn{}
-	enc := json.NewEncoder(out)
-	sc := bufio.NewScanner(in)
-	for sc.Scan() {
-		var req request
-		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			_ = enc.Encode(response{Err: err.Error()})
-			continue
-		}
-		_ = enc.Encode(serve(req, socks))
-	}
-}
-
 func fail(err error) response {
 	r := response{Err: err.Error()}
 	var errno syscall.Errno
@@ -73,14 +54,7 @@ func fail(err error) response {
 }
 
 func tcpOnce(addr string) (body, peer string, err error) {
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return "", "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), c.RemoteAddr().String(), err
+	return cgrouptest.TCPOnce(addr, 2*time.Second)
 }
 
 func serve(req request, socks map[string]*net.UDPConn) response {
@@ -156,15 +130,12 @@ type env struct {
 	t      *testing.T
 	dp     *Dataplane
 	cgroup string
-	enc    *json.Encoder
-	dec    *json.Decoder
+	client *cgrouptest.Client[request, response]
 }
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to load eBPF programs")
-	}
+	cgrouptest.NeedRoot(t, "to load eBPF programs")
 }
 
 func loadOrSkip(t *testing.T, opts Options) *Dataplane {
@@ -178,35 +149,15 @@ func loadOrSkip(t *testing.T, opts Options) *Dataplane {
 	return dp
 }
 
-// mountCgroup2 mounts a private cgroup2 hierarchy and creates a child in it.
-func mountCgroup2(t *testing.T) (root, child string) {
+func cgroupChild(t *testing.T) string {
 	t.Helper()
-	root = t.TempDir()
-	if err := unix.Mount("none", root, "cgroup2", 0, ""); err != nil {
-		t.Skipf("cannot mount cgroup2: %v", err)
-	}
-	child = filepath.Join(root, "skiff-lb-test")
-	if err := os.Mkdir(child, 0o755); err != nil {
-		unix.Unmount(root, 0)
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// rmdir succeeds once the client process is gone; it is reaped
-		// by an earlier cleanup, so this never waits on anything else.
-		if err := os.Remove(child); err != nil {
-			t.Errorf("remove cgroup: %v", err)
-		}
-		if err := unix.Unmount(root, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount cgroup2: %v", err)
-		}
-	})
-	return root, child
+	return cgrouptest.Child(t, "skiff-lb-test")
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dp := loadOrSkip(t, Options{})
-	_, child := mountCgroup2(t)
+	child := cgroupChild(t)
 	if err := dp.Attach(child); err != nil {
 		t.Fatalf("attach: %v", err)
 	}
@@ -216,47 +167,12 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) startClient() {
-	t := e.t
-	dir, err := os.Open(e.cgroup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), clientEnv+"=1")
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a process in a cgroup2 child: %v", err)
-	}
-	t.Cleanup(func() {
-		stdin.Close() // the client exits at EOF
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("client: %v", err)
-		}
-	})
-	e.enc = json.NewEncoder(stdin)
-	e.dec = json.NewDecoder(stdout)
+	e.client = cgrouptest.StartClient[request, response](e.t, e.cgroup, clientEnv, false)
 }
 
 func (e *env) do(req request) response {
 	e.t.Helper()
-	if err := e.enc.Encode(req); err != nil {
-		e.t.Fatalf("client: %v", err)
-	}
-	var r response
-	if err := e.dec.Decode(&r); err != nil {
-		e.t.Fatalf("client: %v", err)
-	}
-	return r
+	return e.client.Do(req)
 }
 
 // must is do that fails the test on a client-side error.
@@ -277,16 +193,7 @@ func startTCP(t *testing.T, addr, name string) *net.TCPAddr {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprintln(c, name)
-			c.Close()
-		}
-	}()
+	go cgrouptest.EchoTCP(ln, name)
 	return ln.Addr().(*net.TCPAddr)
 }
 
@@ -297,15 +204,6 @@ func startUDP(t *testing.T, addr, name string) *net.UDPAddr {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	go func() {
-		buf := make([]byte, 256)
-		for {
-			_, from, err := c.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = c.WriteTo([]byte(name), from)
-		}
-	}()
+	go cgrouptest.EchoUDP(c, name)
 	return c.LocalAddr().(*net.UDPAddr)
 }

@@ -328,7 +328,7 @@ func TestCloseDetachesEverything(t *testing.T) {
 	if err != nil {
 		t.Skipf("kernel cannot load the socket LB programs: %v", err)
 	}
-	_, child := mountCgroup2(t)
+	child := cgroupChild(t)
 	if err := dp.Attach(child); err != nil {
 		t.Fatal(err)
 	}

@@ -3,22 +3,12 @@ package lb
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cilium/ebpf/link"
-	"golang.org/x/sys/unix"
-)
 
-func mountBPFFS(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := unix.Mount("bpf", dir, "bpf", 0, ""); err != nil {
-		t.Skipf("cannot mount bpffs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	return filepath.Join(dir, "node-a")
-}
+	"github.com/skiff-sh/skiff/internal/testutil/cgrouptest"
+)
 
 func attachedCount(t *testing.T, cgroup string) int {
 	t.Helper()
@@ -43,12 +33,12 @@ func attachedCount(t *testing.T, cgroup string) int {
 // a crash left behind, and Remove takes everything out of the kernel.
 func TestPinnedSurvivesReload(t *testing.T) {
 	needRoot(t)
-	pin := mountBPFFS(t)
+	pin := cgrouptest.MountBPFFS(t)
 	dp1, err := Load(Options{PinPath: pin})
 	if err != nil {
 		t.Skipf("kernel cannot load the socket LB programs: %v", err)
 	}
-	_, child := mountCgroup2(t)
+	child := cgroupChild(t)
 	if err := dp1.Attach(child); err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ func main() {
 		ignoreSigterm = flag.Bool("ignore-sigterm", os.Getenv("IGNORE_SIGTERM") == "1", "ignore SIGTERM (tests of the kill escalation)")
 		port          = flag.String("port", envOr("PORT", "8080"), "TCP port for HTTP")
 		udpPort       = flag.String("udp-port", envOr("UDP_PORT", ""), "UDP echo port (default: the HTTP port)")
+		udpProbe      = flag.String("udp-probe", "", "send \"whoami\" to this UDP host:port, print the answer and who sent it, exit 0 on an answer")
 	)
 	flag.Parse()
 	switch {
@@ -48,6 +49,8 @@ func main() {
 		os.Exit(runProbe(*probe))
 	case *cat != "":
 		os.Exit(runCat(*cat))
+	case *udpProbe != "":
+		os.Exit(runUDPProbe(*udpProbe))
 	}
 	if *udpPort == "" {
 		*udpPort = *port
@@ -62,7 +65,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("listen udp: %v", err)
 	}
-	go udpEcho(pc)
+	go udpEcho(pc, s.pod)
 	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -193,15 +196,50 @@ func check(w http.ResponseWriter, ok bool) {
 	fmt.Fprintln(w, "ok")
 }
 
-func udpEcho(pc net.PacketConn) {
+// udpEcho echoes datagrams; "whoami" is answered with the pod's name, so a client can tell
+// which backend of a Service answered.
+func udpEcho(pc net.PacketConn, pod string) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, addr, err := pc.ReadFrom(buf)
 		if err != nil {
 			return
 		}
-		_, _ = pc.WriteTo(buf[:n], addr)
+		reply := buf[:n]
+		if string(reply) == "whoami" {
+			reply = []byte(pod)
+		}
+		_, _ = pc.WriteTo(reply, addr)
 	}
+}
+
+// runUDPProbe prints "<answer> from <sender>": with a Service's ClusterIP the sender must be the
+// ClusterIP itself, which proves the reverse translation.
+func runUDPProbe(addr string) int {
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	conn, err := net.ListenUDP("udp", nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := conn.WriteTo([]byte("whoami"), raddr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	buf := make([]byte, 1024)
+	n, from, err := conn.ReadFrom(buf)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("%s from %s\n", buf[:n], from)
+	return 0
 }
 
 func runProbe(url string) int {

@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/skiff-sh/skiff/actors/agent"
+	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/deploy/images/examples"
+	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/schemas"
+)
+
+// node is one control plane + one real node agent in this process.
+type node struct {
+	cp    *controlplane.ControlPlane
+	agent *agent.Agent
+}
+
+func startNode(t *testing.T) *node {
+	t.Helper()
+	if why := agent.Supported(); why != "" {
+		t.Skip(why)
+	}
+	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed (bash .ci/deps/node.sh installs it)", bin)
+		}
+	}
+	if _, err := os.Stat("/opt/cni/bin/bridge"); err != nil {
+		t.Skip("CNI plugins not installed (bash .ci/deps/node.sh installs them)")
+	}
+	// Short paths: containerd's socket path must fit in a unix socket address.
+	dir, err := os.MkdirTemp("", "skiff-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	images := filepath.Join(dir, "images")
+	if _, err := examples.BuildHTTPEcho(images); err != nil {
+		t.Fatal(err)
+	}
+	cp := testutil.StartControlPlane(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a, err := agent.Start(ctx, agent.Config{Log: cp.Log, Client: cp.Client, Actors: cp.Actors, NodeName: "e2e-node",
+		DataDir: dir, PodCIDR: "10.231.0.0/24", ImagesDir: images})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Stop)
+	return &node{cp: cp, agent: a}
+}
+
+func (n *node) apply(t *testing.T, manifest string) {
+	t.Helper()
+	docs, err := schemas.DecodeManifests([]byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if _, err := n.cp.Client.Create(context.Background(), d.Object); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (n *node) pods(t *testing.T, selector string) []*corev1.Pod {
+	k, _ := schemas.ByResource("", "v1", "pods")
+	objs, _, err := n.cp.Client.List(context.Background(), k, "default", map[string][]string{"labelSelector": {selector}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*corev1.Pod))
+	}
+	return out
+}
+
+func ready(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (n *node) waitReady(t *testing.T, selector string, want int) []*corev1.Pod {
+	t.Helper()
+	var pods []*corev1.Pod
+	testutil.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
+		pods = n.pods(t, selector)
+		count := 0
+		for _, p := range pods {
+			if ready(p) && p.Status.PodIP != "" {
+				count++
+			}
+		}
+		if count != want {
+			return fmt.Errorf("%d of %d pods %s ready", count, want, selector)
+		}
+		return nil
+	})
+	return pods
+}
+
+// exec runs the httpecho binary inside a pod's container and returns its output.
+func (n *node) exec(t *testing.T, p *corev1.Pod, args ...string) (string, error) {
+	t.Helper()
+	if len(p.Status.ContainerStatuses) == 0 {
+		t.Fatalf("pod %s has no container status", p.Name)
+	}
+	id := p.Status.ContainerStatuses[0].ContainerID
+	id = id[strings.Index(id, "://")+3:]
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	code, err := n.agent.Runtime.Exec(ctx, id, append([]string{"/httpecho"}, args...), nil, &out, &out, false)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit %d", code)
+	}
+	return out.String(), err
+}
+
+const backend = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: backend}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: backend}}
+  template:
+    metadata: {labels: {app: backend}}
+    spec:
+      containers:
+      - name: echo
+        image: skiff.local/httpecho:v1
+        ports: [{name: http, containerPort: 8080}]
+        readinessProbe:
+          httpGet: {path: /ready, port: 8080}
+          periodSeconds: 1
+          failureThreshold: 1
+---
+apiVersion: v1
+kind: Service
+metadata: {name: backend}
+spec:
+  selector: {app: backend}
+  ports:
+  - {name: http, port: 80, targetPort: http}
+  - {name: dns, port: 53, targetPort: 8080, protocol: UDP}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, labels: {app: client}}
+spec:
+  containers:
+  - name: echo
+    image: skiff.local/httpecho:v1
+`
+
+// A pod reaches another Deployment's Service by ClusterIP, over TCP and UDP, spread over every
+// ready backend; a backend that turns not-Ready stops getting new connections within a second.
+func TestPodReachesServiceByClusterIP(t *testing.T) {
+	n := startNode(t)
+	n.apply(t, backend)
+	backends := n.waitReady(t, "app=backend", 2)
+	client := n.waitReady(t, "app=client", 1)[0]
+	svcKind, _ := schemas.ByResource("", "v1", "services")
+	obj, err := n.cp.Client.Get(context.Background(), svcKind, "default", "backend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vip := obj.(*corev1.Service).Spec.ClusterIP
+
+	// HTTP: both backends answer through the ClusterIP.
+	seen := map[string]int{}
+	testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		out, err := n.exec(t, client, "-probe", "http://"+vip+":80/")
+		if err != nil {
+			return fmt.Errorf("GET via %s: %v: %s", vip, err, out)
+		}
+		var body struct {
+			Pod string `json:"pod"`
+		}
+		if err := json.Unmarshal([]byte(out), &body); err != nil {
+			return fmt.Errorf("answer %q: %v", out, err)
+		}
+		seen[body.Pod]++
+		if len(seen) < 2 {
+			return fmt.Errorf("only %v answered so far", seen)
+		}
+		return nil
+	})
+	// UDP: the answer comes back from the ClusterIP (reverse translation).
+	out, err := n.exec(t, client, "-udp-probe", vip+":53")
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(out), "from "+vip+":53") {
+		t.Fatalf("UDP via %s: %v: %q", vip, err, out)
+	}
+	t.Logf("TCP answers by backend: %v; UDP: %s", seen, strings.TrimSpace(out))
+
+	// One backend turns not-Ready: within a second of that, new connections avoid it.
+	sick := backends[0]
+	if out, err := n.exec(t, sick, "-probe", "http://127.0.0.1:8080/fail?what=ready"); err != nil {
+		t.Fatalf("make %s not ready: %v %s", sick.Name, err, out)
+	}
+	var notReadyAt time.Time
+	testutil.Eventually(t, 20*time.Second, 20*time.Millisecond, func() error {
+		k, _ := schemas.ByResource("", "v1", "pods")
+		o, err := n.cp.Client.Get(context.Background(), k, "default", sick.Name)
+		if err != nil {
+			return err
+		}
+		if ready(o.(*corev1.Pod)) {
+			return fmt.Errorf("%s still ready", sick.Name)
+		}
+		notReadyAt = time.Now()
+		return nil
+	})
+	time.Sleep(time.Until(notReadyAt.Add(time.Second)))
+	for i := range 20 {
+		out, err := n.exec(t, client, "-probe", "http://"+vip+":80/")
+		if err != nil {
+			t.Fatalf("GET %d after the backend went not-Ready: %v %s", i, err, out)
+		}
+		if strings.Contains(out, sick.Name) {
+			t.Fatalf("connection %d reached %s a second after it went not-Ready", i, sick.Name)
+		}
+	}
+}
