@@ -1,22 +1,15 @@
 package proxy
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/skiff-sh/skiff/internal/testutil/cgrouptest"
 )
 
 // The client side runs in a child process (this test binary re-executed)
@@ -28,32 +21,16 @@ import (
 const clientEnv = "SKIFF_PROXY_TEST_CLIENT"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(clientEnv) == "1" {
-		if err := loopbackUp(); err != nil {
+	if cgrouptest.IsClient(clientEnv) {
+		if err := cgrouptest.LoopbackUp(); err != nil {
 			fmt.Fprintln(os.Stderr, "client: lo up:", err)
 			os.Exit(2)
 		}
-		runClient(os.Stdin, os.Stdout)
+		c := &client{}
+		cgrouptest.Serve(os.Stdin, os.Stdout, c.serve, func(err error) response { return response{Err: err.Error()} })
 		return
 	}
 	os.Exit(m.Run())
-}
-
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return err
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
 type request struct {
@@ -87,20 +64,6 @@ type client struct {
 	records []record
 	stop    atomic.Bool
 	done    chan struct{}
-}
-
-func runClient(in io.Reader, out io.Writer) {
-	c := &client{}
-	enc := json.NewEncoder(out)
-	sc := bufio.NewScanner(in)
-	for sc.Scan() {
-		var req request
-		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			_ = enc.Encode(response{Err: err.Error()})
-			continue
-		}
-		_ = enc.Encode(c.serve(req))
-	}
 }
 
 func (c *client) serve(req request) response {
@@ -181,42 +144,18 @@ func backend(ip string, port int) error {
 	if err != nil {
 		return err
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			fmt.Fprintln(c, ip)
-			c.Close()
-		}
-	}()
+	go cgrouptest.EchoTCP(ln, ip)
 	pc, err := net.ListenPacket("udp", addr)
 	if err != nil {
 		return err
 	}
-	go func() {
-		buf := make([]byte, 64)
-		for {
-			_, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = pc.WriteTo([]byte(ip), from)
-		}
-	}()
+	go cgrouptest.EchoUDP(pc, ip)
 	return nil
 }
 
 func tcpOnce(addr string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), err
+	name, _, err := cgrouptest.TCPOnce(addr, time.Second)
+	return name, err
 }
 
 // udpOnce uses a fresh unconnected socket, so every call goes through the
@@ -245,98 +184,24 @@ func udpOnce(addr string) (name, from string, err error) {
 
 // clientProc is the test's handle on the client process.
 type clientProc struct {
-	t     *testing.T
-	enc   *json.Encoder
-	dec   *json.Decoder
-	netns string // /proc/<pid>/ns/net
+	*cgrouptest.Client[request, response]
+	t *testing.T
 }
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root for eBPF, cgroup2, bpffs and network namespaces")
-	}
-}
-
-// mountBPFFS mounts a private bpffs for the test's pins.
-func mountBPFFS(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := unix.Mount("bpf", dir, "bpf", 0, ""); err != nil {
-		t.Skipf("cannot mount bpffs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	return filepath.Join(dir, "node-a")
-}
-
-// cgroupChild makes a uniquely named cgroup2 child (other packages' tests
-// use the same hierarchy at the same time).
-func cgroupChild(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	if err := unix.Mount("none", root, "cgroup2", 0, ""); err != nil {
-		t.Skipf("cannot mount cgroup2: %v", err)
-	}
-	child := filepath.Join(root, fmt.Sprintf("skiff-proxy-test-%d-%d", os.Getpid(), time.Now().UnixNano()))
-	if err := os.Mkdir(child, 0o755); err != nil {
-		unix.Unmount(root, 0)
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := os.Remove(child); err != nil {
-			t.Errorf("remove cgroup: %v", err)
-		}
-		_ = unix.Unmount(root, unix.MNT_DETACH)
-	})
-	return child
+	cgrouptest.NeedRoot(t, "for eBPF, cgroup2, bpffs and network namespaces")
 }
 
 func startClient(t *testing.T, cgroup string) *clientProc {
 	t.Helper()
-	dir, err := os.Open(cgroup)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dir.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), clientEnv+"=1")
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd()), Cloneflags: syscall.CLONE_NEWNET}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Skipf("cannot start a process in a cgroup2 child and a new netns: %v", err)
-	}
-	t.Cleanup(func() {
-		stdin.Close() // the client exits at EOF
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("client: %v", err)
-		}
-	})
-	return &clientProc{t: t, enc: json.NewEncoder(stdin), dec: json.NewDecoder(stdout), netns: fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)}
-}
-
-func (c *clientProc) do(req request) response {
-	c.t.Helper()
-	if err := c.enc.Encode(req); err != nil {
-		c.t.Fatalf("client: %v", err)
-	}
-	var r response
-	if err := c.dec.Decode(&r); err != nil {
-		c.t.Fatalf("client: %v", err)
-	}
-	return r
+	c := cgrouptest.StartClient[request, response](t, cgroup, clientEnv, true)
+	return &clientProc{Client: c, t: t}
 }
 
 func (c *clientProc) must(req request) response {
 	c.t.Helper()
-	r := c.do(req)
+	r := c.Do(req)
 	if r.Err != "" {
 		c.t.Fatalf("client %s %s: %s", req.Op, req.Addr, r.Err)
 	}

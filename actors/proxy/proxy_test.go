@@ -19,6 +19,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/bpf/lb"
 	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/internal/testutil/cgrouptest"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
@@ -36,13 +37,13 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	needRoot(t)
-	pin := mountBPFFS(t)
+	pin := cgrouptest.MountBPFFS(t)
 	probe, err := lb.Load(lb.Options{})
 	if err != nil {
 		t.Skipf("kernel cannot load the socket LB programs: %v", err)
 	}
 	probe.Close()
-	cg := cgroupChild(t)
+	cg := cgrouptest.Child(t, "skiff-proxy-test")
 	e := &env{t: t, pin: pin, cgroup: cg}
 	e.client = startClient(t, cg)
 	e.cp = testutil.StartControlPlane(t)
@@ -67,7 +68,7 @@ func (e *env) startProxy(cleanup bool) *running {
 	e.n++
 	p := New(Config{
 		Log: e.cp.Log, NodeName: "node-a", Cgroups: []string{e.cgroup}, PinDir: e.pin, Cleanup: cleanup,
-		Netns: func() []string { return []string{e.client.netns} },
+		Netns: func() []string { return []string{e.client.Netns} },
 		Maps:  lb.Options{MaxServices: 4096, MaxBackends: 16384, AffinityEntries: 4096, SocketEntries: 4096},
 	})
 	pid, err := e.cp.Actors.Spawn(fmt.Sprintf("proxy-%d", e.n), p.Producer())

@@ -69,7 +69,7 @@ func TestRestartKeepsConnectionsWorking(t *testing.T) {
 	if _, err := os.Stat(e.pin); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("pins after a Cleanup stop: %v", err)
 	}
-	resp := e.client.do(request{Op: "tcpn", Addr: netip.AddrPortFrom(vip, 80).String(), N: 1})
+	resp := e.client.Do(request{Op: "tcpn", Addr: netip.AddrPortFrom(vip, 80).String(), N: 1})
 	if !strings.Contains(resp.Err, "unreachable") {
 		t.Fatalf("after cleanup a connect to the ClusterIP gave %+v, want network unreachable", resp)
 	}

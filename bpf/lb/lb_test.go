@@ -16,25 +16,23 @@ import (
 
 func tcpBackends(t *testing.T, n int) ([]Backend, []string) {
 	t.Helper()
-	var bes []Backend
-	var names []string
-	for i := range n {
-		name := fmt.Sprintf("tcp-%d", i)
-		a := startTCP(t, fmt.Sprintf("127.0.0.%d:0", i+2), name)
-		bes = append(bes, Backend{Addr: netip.MustParseAddr(a.IP.String()), Port: uint16(a.Port)})
-		names = append(names, name)
-	}
-	return bes, names
+	return backends(t, n, "tcp", func(addr, name string) net.Addr { return startTCP(t, addr, name) })
 }
 
 func udpBackends(t *testing.T, n int) ([]Backend, []string) {
 	t.Helper()
+	return backends(t, n, "udp", func(addr, name string) net.Addr { return startUDP(t, addr, name) })
+}
+
+// backends starts n named backends on 127.0.0.2, .3, ...
+func backends(t *testing.T, n int, proto string, start func(addr, name string) net.Addr) ([]Backend, []string) {
+	t.Helper()
 	var bes []Backend
 	var names []string
 	for i := range n {
-		name := fmt.Sprintf("udp-%d", i)
-		a := startUDP(t, fmt.Sprintf("127.0.0.%d:0", i+2), name)
-		bes = append(bes, Backend{Addr: netip.MustParseAddr(a.IP.String()), Port: uint16(a.Port)})
+		name := fmt.Sprintf("%s-%d", proto, i)
+		a := netip.MustParseAddrPort(start(fmt.Sprintf("127.0.0.%d:0", i+2), name).String())
+		bes = append(bes, Backend{Addr: a.Addr(), Port: a.Port()})
 		names = append(names, name)
 	}
 	return bes, names

@@ -7,10 +7,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 var workloadWide = []metav1.TableColumnDefinition{
@@ -27,16 +27,11 @@ func init() {
 			col("Available", "integer", "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
 			ageColumn,
 		}, workloadWide...),
-		cells: func(obj runtime.Object, now time.Time) []any {
-			d, ok := obj.(*appsv1.Deployment)
-			if !ok {
-				return nil
-			}
-			names, images := containersAndImages(d.Spec.Template.Spec.Containers)
-			return []any{d.Name, fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, replicasOf(d.Spec.Replicas)),
-				int64(d.Status.UpdatedReplicas), int64(d.Status.AvailableReplicas), Age(d.CreationTimestamp, now),
-				names, images, selectorString(d.Spec.Selector)}
-		},
+		cells: typed(func(d *appsv1.Deployment, now time.Time) []any {
+			return append([]any{d.Name, fmt.Sprintf("%d/%d", d.Status.ReadyReplicas, replicasOf(d.Spec.Replicas)),
+				int64(d.Status.UpdatedReplicas), int64(d.Status.AvailableReplicas), Age(d.CreationTimestamp, now)},
+				workloadCells(d.Spec.Template, d.Spec.Selector)...)
+		}),
 	})
 	register("replicasets", printer{
 		columns: append([]metav1.TableColumnDefinition{nameColumn,
@@ -45,15 +40,10 @@ func init() {
 			col("Ready", "integer", "Number of ready pods."),
 			ageColumn,
 		}, workloadWide...),
-		cells: func(obj runtime.Object, now time.Time) []any {
-			rs, ok := obj.(*appsv1.ReplicaSet)
-			if !ok {
-				return nil
-			}
-			names, images := containersAndImages(rs.Spec.Template.Spec.Containers)
-			return []any{rs.Name, int64(replicasOf(rs.Spec.Replicas)), int64(rs.Status.Replicas), int64(rs.Status.ReadyReplicas),
-				Age(rs.CreationTimestamp, now), names, images, selectorString(rs.Spec.Selector)}
-		},
+		cells: typed(func(rs *appsv1.ReplicaSet, now time.Time) []any {
+			return append([]any{rs.Name, int64(replicasOf(rs.Spec.Replicas)), int64(rs.Status.Replicas), int64(rs.Status.ReadyReplicas),
+				Age(rs.CreationTimestamp, now)}, workloadCells(rs.Spec.Template, rs.Spec.Selector)...)
+		}),
 	})
 	register("daemonsets", printer{
 		columns: append([]metav1.TableColumnDefinition{nameColumn,
@@ -65,17 +55,12 @@ func init() {
 			col("Node Selector", "string", "The node selector of the daemon pods."),
 			ageColumn,
 		}, workloadWide...),
-		cells: func(obj runtime.Object, now time.Time) []any {
-			ds, ok := obj.(*appsv1.DaemonSet)
-			if !ok {
-				return nil
-			}
-			names, images := containersAndImages(ds.Spec.Template.Spec.Containers)
+		cells: typed(func(ds *appsv1.DaemonSet, now time.Time) []any {
 			st := ds.Status
-			return []any{ds.Name, int64(st.DesiredNumberScheduled), int64(st.CurrentNumberScheduled), int64(st.NumberReady),
+			return append([]any{ds.Name, int64(st.DesiredNumberScheduled), int64(st.CurrentNumberScheduled), int64(st.NumberReady),
 				int64(st.UpdatedNumberScheduled), int64(st.NumberAvailable), orNone(labels.Set(ds.Spec.Template.Spec.NodeSelector).String()),
-				Age(ds.CreationTimestamp, now), names, images, selectorString(ds.Spec.Selector)}
-		},
+				Age(ds.CreationTimestamp, now)}, workloadCells(ds.Spec.Template, ds.Spec.Selector)...)
+		}),
 	})
 	register("endpointslices", printer{
 		columns: []metav1.TableColumnDefinition{nameColumn,
@@ -84,28 +69,26 @@ func init() {
 			col("Endpoints", "string", "The first addresses of the slice."),
 			ageColumn,
 		},
-		cells: func(obj runtime.Object, now time.Time) []any {
-			s, ok := obj.(*discoveryv1.EndpointSlice)
-			if !ok {
-				return nil
-			}
+		cells: typed(func(s *discoveryv1.EndpointSlice, now time.Time) []any {
 			return []any{s.Name, string(s.AddressType), slicePorts(s.Ports), sliceEndpoints(s.Endpoints), Age(s.CreationTimestamp, now)}
-		},
+		}),
 	})
 	register("leases", printer{
 		columns: []metav1.TableColumnDefinition{nameColumn, col("Holder", "string", "The holder of the lease."), ageColumn},
-		cells: func(obj runtime.Object, now time.Time) []any {
-			l, ok := obj.(*coordinationv1.Lease)
-			if !ok {
-				return nil
-			}
+		cells: typed(func(l *coordinationv1.Lease, now time.Time) []any {
 			holder := ""
 			if l.Spec.HolderIdentity != nil {
 				holder = *l.Spec.HolderIdentity
 			}
 			return []any{l.Name, holder, Age(l.CreationTimestamp, now)}
-		},
+		}),
 	})
+}
+
+// workloadCells are the cells of the workloadWide columns.
+func workloadCells(tmpl corev1.PodTemplateSpec, sel *metav1.LabelSelector) []any {
+	names, images := containersAndImages(tmpl.Spec.Containers)
+	return []any{names, images, selectorString(sel)}
 }
 
 func replicasOf(r *int32) int32 {

@@ -10,19 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func init() {
 	register("namespaces", printer{
 		columns: []metav1.TableColumnDefinition{nameColumn, col("Status", "string", "The status of the namespace"), ageColumn},
-		cells: func(obj runtime.Object, now time.Time) []any {
-			ns, ok := obj.(*corev1.Namespace)
-			if !ok {
-				return nil
-			}
+		cells: typed(func(ns *corev1.Namespace, now time.Time) []any {
 			return []any{ns.Name, string(ns.Status.Phase), Age(ns.CreationTimestamp, now)}
-		},
+		}),
 	})
 	register("services", printer{
 		columns: []metav1.TableColumnDefinition{nameColumn,
@@ -33,7 +28,7 @@ func init() {
 			ageColumn,
 			wide("Selector", "string", "The label selector of the service."),
 		},
-		cells: serviceCells,
+		cells: typed(serviceCells),
 	})
 	register("nodes", printer{
 		columns: []metav1.TableColumnDefinition{nameColumn,
@@ -47,7 +42,7 @@ func init() {
 			wide("Kernel-Version", "string", "Kernel version reported by the node."),
 			wide("Container-Runtime", "string", "Container runtime reported by the node."),
 		},
-		cells: nodeCells,
+		cells: typed(nodeCells),
 	})
 	register("events", printer{
 		columns: []metav1.TableColumnDefinition{
@@ -62,36 +57,24 @@ func init() {
 			wide("Count", "integer", "How many times the event happened."),
 			wide("Name", "string", "Name of the event."),
 		},
-		cells: eventCells,
+		cells: typed(eventCells),
 	})
 	register("configmaps", printer{
 		columns: []metav1.TableColumnDefinition{nameColumn, col("Data", "integer", "Number of keys."), ageColumn},
-		cells: func(obj runtime.Object, now time.Time) []any {
-			cm, ok := obj.(*corev1.ConfigMap)
-			if !ok {
-				return nil
-			}
+		cells: typed(func(cm *corev1.ConfigMap, now time.Time) []any {
 			return []any{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), Age(cm.CreationTimestamp, now)}
-		},
+		}),
 	})
 	register("secrets", printer{
 		columns: []metav1.TableColumnDefinition{nameColumn, col("Type", "string", "The type of the secret."),
 			col("Data", "integer", "Number of keys."), ageColumn},
-		cells: func(obj runtime.Object, now time.Time) []any {
-			s, ok := obj.(*corev1.Secret)
-			if !ok {
-				return nil
-			}
+		cells: typed(func(s *corev1.Secret, now time.Time) []any {
 			return []any{s.Name, string(s.Type), int64(len(s.Data)), Age(s.CreationTimestamp, now)}
-		},
+		}),
 	})
 }
 
-func serviceCells(obj runtime.Object, now time.Time) []any {
-	s, ok := obj.(*corev1.Service)
-	if !ok {
-		return nil
-	}
+func serviceCells(s *corev1.Service, now time.Time) []any {
 	clusterIP := orNone(s.Spec.ClusterIP)
 	if s.Spec.Type == corev1.ServiceTypeExternalName {
 		clusterIP = "<none>"
@@ -137,11 +120,7 @@ func servicePorts(ports []corev1.ServicePort) string {
 	return orNone(strings.Join(parts, ","))
 }
 
-func nodeCells(obj runtime.Object, now time.Time) []any {
-	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return nil
-	}
+func nodeCells(n *corev1.Node, now time.Time) []any {
 	status := "Unknown"
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
@@ -193,11 +172,7 @@ func nodeAddress(n *corev1.Node, t corev1.NodeAddressType) string {
 	return ""
 }
 
-func eventCells(obj runtime.Object, now time.Time) []any {
-	e, ok := obj.(*corev1.Event)
-	if !ok {
-		return nil
-	}
+func eventCells(e *corev1.Event, now time.Time) []any {
 	first, last := e.FirstTimestamp, e.LastTimestamp
 	if last.IsZero() {
 		last = metav1.NewTime(e.EventTime.Time)

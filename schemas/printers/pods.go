@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func init() {
@@ -22,18 +21,14 @@ func init() {
 			wide("Nominated Node", "string", "The node the scheduler nominated for the pod."),
 			wide("Readiness Gates", "string", "The readiness gates of the pod."),
 		},
-		cells: podCells,
+		cells: typed(podCells),
 	})
 }
 
 // nodeLost is the status reason the node lifecycle controller gives Pods of a lost node.
 const nodeLost = "NodeLost"
 
-func podCells(obj runtime.Object, now time.Time) []any {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil
-	}
+func podCells(p *corev1.Pod, now time.Time) []any {
 	ready, total := podReady(p)
 	restarts, lastRestart := podRestarts(p)
 	restartCell := fmt.Sprint(restarts)

@@ -98,3 +98,15 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// typed adapts a row function of one object type to a printer's; another type gets no row
+// (Table falls back to NAME AGE).
+func typed[T runtime.Object](cells func(obj T, now time.Time) []any) func(runtime.Object, time.Time) []any {
+	return func(obj runtime.Object, now time.Time) []any {
+		t, ok := obj.(T)
+		if !ok {
+			return nil
+		}
+		return cells(t, now)
+	}
+}

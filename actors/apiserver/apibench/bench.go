@@ -10,14 +10,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/internal/benchutil"
 )
 
 // Options size the run.
@@ -56,26 +54,15 @@ func Run(w io.Writer, o Options) error {
 	}
 	defer cp.Stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "HTTP API\tvalue\tp50\tp99\t")
-	rate, err := creates(ctx, client, cp.URL(), "seq", 1, o.Creates/2)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(tw, "creates/s sequential\t%.0f\t\t\t\n", rate)
-	rate, err = creates(ctx, client, cp.URL(), "conc", o.Workers, o.Creates)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(tw, "creates/s %d concurrent\t%.0f\t\t\t\n", o.Workers, rate)
-	for _, n := range []int{1, 10, 100} {
-		p50, p99, err := watchLatency(ctx, client, cp.URL(), n, o.LatencyWrites)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(tw, "watch latency, %d watchers\t\t%v\t%v\t\n", n, p50.Round(time.Microsecond), p99.Round(time.Microsecond))
-	}
-	return tw.Flush()
+	return benchutil.WriteVsWatch(w, benchutil.Store{
+		Title: "HTTP API", Sequential: o.Creates / 2, Concurrent: o.Creates, Workers: o.Workers,
+		Creates: func(tag string, workers, total int) (float64, error) {
+			return creates(ctx, client, cp.URL(), tag, workers, total)
+		},
+		WatchLatency: func(n int) (time.Duration, time.Duration, error) {
+			return watchLatency(ctx, client, cp.URL(), n, o.LatencyWrites)
+		},
+	})
 }
 
 const cmPath = "/api/v1/namespaces/default/configmaps"
@@ -100,33 +87,13 @@ func post(ctx context.Context, c *http.Client, base, name string) error {
 }
 
 func creates(ctx context.Context, c *http.Client, base, tag string, workers, total int) (float64, error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
 	start := time.Now()
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(total) {
-					return
-				}
-				if err := post(ctx, c, base, fmt.Sprintf("%s-%d", tag, i)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
+	if err := benchutil.Parallel(workers, total, func(i int) error {
+		return post(ctx, c, base, fmt.Sprintf("%s-%d", tag, i))
+	}); err != nil {
 		return 0, err
-	default:
 	}
-	return float64(total) / time.Since(start).Seconds(), nil
+	return benchutil.Rate(total, time.Since(start)), nil
 }
 
 // watchLatency opens n HTTP watches, then writes one object at a time and measures, for every
@@ -198,6 +165,6 @@ func watchLatency(ctx context.Context, c *http.Client, base string, n, writes in
 			}
 		}
 	}
-	slices.Sort(lat)
-	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+	p50, p99 := benchutil.Percentiles(lat)
+	return p50, p99, nil
 }

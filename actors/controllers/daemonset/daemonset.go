@@ -3,7 +3,6 @@
 package daemonset
 
 import (
-	"log/slog"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,7 +15,6 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/events"
 	"github.com/skiff-sh/skiff/actors/informer"
-	"github.com/skiff-sh/skiff/bus/statelog"
 )
 
 // Name is the controller's name in Events and logs.
@@ -26,12 +24,7 @@ const Name = "daemonset-controller"
 const HashLabel = appsv1.DefaultDaemonSetUniqueLabelKey // "controller-revision-hash"
 
 // Config configures the controller.
-type Config struct {
-	Log     *statelog.Log
-	Client  *apiclient.Client
-	Workers int
-	Logger  *slog.Logger
-}
+type Config = controllerkit.Config
 
 var gvk = appsv1.SchemeGroupVersion.WithKind("DaemonSet")
 
@@ -59,16 +52,13 @@ func New(cfg Config) func() actorkit.Actor {
 		podCtl: controllerkit.PodControl{Client: cfg.Client, Recorder: rec},
 		now:    time.Now,
 	}
-	enqueue := func(o runtime.Object) { c.queue.Add(controllerkit.KeyOf(controllerkit.Meta(o))) }
-	all := func(runtime.Object) {
-		for _, o := range c.dss.List(nil) {
-			enqueue(o)
-		}
-	}
-	c.dss.AddHandler(informer.Funcs{Add: enqueue, Update: func(_, o runtime.Object) { enqueue(o) }, Delete: func(o runtime.Object) {
-		c.exp.Forget(controllerkit.KeyOf(controllerkit.Meta(o)))
-	}})
-	c.nodes.AddHandler(informer.Funcs{Add: all, Update: func(_, o runtime.Object) { all(o) }, Delete: all})
+	enqueue := c.queue.Enqueue
+	resync := controllerkit.ForEach(c.dss, enqueue)
+	dss := controllerkit.OnChange(enqueue)
+	dss.Delete = func(o runtime.Object) { c.exp.Forget(controllerkit.KeyOf(controllerkit.Meta(o))) }
+	c.dss.AddHandler(dss)
+	// Any node change can change where every DaemonSet belongs.
+	c.nodes.AddHandler(controllerkit.OnChange(func(runtime.Object) { resync() }))
 	c.pods.AddHandler(informer.Funcs{
 		Add: func(o runtime.Object) {
 			p := o.(*corev1.Pod)
@@ -94,21 +84,14 @@ func New(cfg Config) func() actorkit.Actor {
 		Informers: []*informer.Informer{c.dss, c.nodes, c.pods},
 		Queue:     c.queue,
 		Reconcile: c.sync,
-		Resync:    func() { all(nil) },
+		Resync:    resync,
 	}
 	return ctl.Producer()
 }
 
 func (c *controller) owner(p *corev1.Pod) *appsv1.DaemonSet {
-	ref := metav1.GetControllerOf(p)
-	if ref == nil || ref.Kind != gvk.Kind {
-		return nil
-	}
-	o, ok := c.dss.Get(p.Namespace, ref.Name)
-	if !ok || o.(*appsv1.DaemonSet).UID != ref.UID {
-		return nil
-	}
-	return o.(*appsv1.DaemonSet)
+	ds, _ := controllerkit.Owner[*appsv1.DaemonSet](c.dss, p.Namespace, metav1.GetControllerOf(p), gvk.Kind)
+	return ds
 }
 
 func (c *controller) podGone(p *corev1.Pod) {

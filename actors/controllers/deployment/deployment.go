@@ -4,7 +4,6 @@
 package deployment
 
 import (
-	"log/slog"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,7 +17,6 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/events"
 	"github.com/skiff-sh/skiff/actors/informer"
-	"github.com/skiff-sh/skiff/bus/statelog"
 )
 
 // Name is the controller's name in Events and logs.
@@ -47,12 +45,7 @@ const (
 )
 
 // Config configures the controller.
-type Config struct {
-	Log     *statelog.Log
-	Client  *apiclient.Client
-	Workers int
-	Logger  *slog.Logger
-}
+type Config = controllerkit.Config
 
 var (
 	gvk   = appsv1.SchemeGroupVersion.WithKind("Deployment")
@@ -80,8 +73,7 @@ func New(cfg Config) func() actorkit.Actor {
 		rec:    events.New(cfg.Client, Name, ""),
 		now:    time.Now,
 	}
-	enqueueD := func(o runtime.Object) { c.queue.Add(controllerkit.KeyOf(controllerkit.Meta(o))) }
-	c.deps.AddHandler(informer.Funcs{Add: enqueueD, Update: func(_, o runtime.Object) { enqueueD(o) }, Delete: enqueueD})
+	c.deps.AddHandler(controllerkit.OnChange(c.queue.Enqueue))
 	c.rss.AddHandler(informer.Funcs{
 		Add: func(o runtime.Object) { c.rsChanged(nil, o.(*appsv1.ReplicaSet)) },
 		Update: func(old, o runtime.Object) {
@@ -97,26 +89,16 @@ func New(cfg Config) func() actorkit.Actor {
 		Informers: []*informer.Informer{c.deps, c.rss, c.pods},
 		Queue:     c.queue,
 		Reconcile: c.sync,
-		Resync: func() {
-			for _, o := range c.deps.List(nil) {
-				enqueueD(o)
-			}
-		},
-		Logger: cfg.Logger,
+		Resync:    controllerkit.ForEach(c.deps, c.queue.Enqueue),
+		Logger:    cfg.Logger,
 	}
 	return ctl.Producer()
 }
 
 // ownerOf resolves a controller reference to a cached Deployment with the same UID.
 func (c *controller) ownerOf(ns string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref == nil || ref.Kind != gvk.Kind {
-		return nil
-	}
-	o, ok := c.deps.Get(ns, ref.Name)
-	if !ok || o.(*appsv1.Deployment).UID != ref.UID {
-		return nil
-	}
-	return o.(*appsv1.Deployment)
+	d, _ := controllerkit.Owner[*appsv1.Deployment](c.deps, ns, ref, gvk.Kind)
+	return d
 }
 
 func (c *controller) rsChanged(old, rs *appsv1.ReplicaSet) {
@@ -134,14 +116,12 @@ func (c *controller) rsChanged(old, rs *appsv1.ReplicaSet) {
 		return
 	}
 	// An orphan: whoever selects it may adopt it.
-	for _, o := range c.deps.List(func(o runtime.Object) bool { return o.(*appsv1.Deployment).Namespace == rs.Namespace }) {
-		d := o.(*appsv1.Deployment)
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(rs.Labels)) {
-			c.queue.Add(controllerkit.KeyOf(d))
-		}
+	for _, d := range controllerkit.Selecting(c.deps, rs.Namespace, labels.Set(rs.Labels), deploymentSelector) {
+		c.queue.Add(controllerkit.KeyOf(d))
 	}
 }
+
+func deploymentSelector(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }
 
 func (c *controller) podDeleted(p *corev1.Pod) {
 	ref := metav1.GetControllerOf(p)

@@ -4,8 +4,6 @@
 package endpointslice
 
 import (
-	"log/slog"
-
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +14,6 @@ import (
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/informer"
-	"github.com/skiff-sh/skiff/bus/statelog"
 )
 
 // Name is the controller's name in logs; ManagedBy is the value of the managed-by label on
@@ -30,12 +27,7 @@ const (
 const MaxEndpointsPerSlice = 100
 
 // Config configures the controller.
-type Config struct {
-	Log     *statelog.Log
-	Client  *apiclient.Client
-	Workers int
-	Logger  *slog.Logger
-}
+type Config = controllerkit.Config
 
 type controller struct {
 	client *apiclient.Client
@@ -60,10 +52,9 @@ func New(cfg Config) func() actorkit.Actor {
 		queue:  &controllerkit.Queue{},
 		exp:    controllerkit.NewExpectations(),
 	}
-	enqueue := func(o runtime.Object) { c.queue.Add(controllerkit.KeyOf(controllerkit.Meta(o))) }
-	c.svcs.AddHandler(informer.Funcs{Add: enqueue, Update: func(_, o runtime.Object) { enqueue(o) }, Delete: func(o runtime.Object) {
-		c.exp.Forget(controllerkit.KeyOf(controllerkit.Meta(o)))
-	}})
+	svcs := controllerkit.OnChange(c.queue.Enqueue)
+	svcs.Delete = func(o runtime.Object) { c.exp.Forget(controllerkit.KeyOf(controllerkit.Meta(o))) }
+	c.svcs.AddHandler(svcs)
 	c.pods.AddHandler(informer.Funcs{
 		Add:    func(o runtime.Object) { c.podChanged(o.(*corev1.Pod)) },
 		Update: func(old, o runtime.Object) { c.podChanged(old.(*corev1.Pod)); c.podChanged(o.(*corev1.Pod)) },
@@ -91,12 +82,8 @@ func New(cfg Config) func() actorkit.Actor {
 		Informers: []*informer.Informer{c.svcs, c.pods, c.slices},
 		Queue:     c.queue,
 		Reconcile: c.sync,
-		Resync: func() {
-			for _, o := range c.svcs.List(nil) {
-				enqueue(o)
-			}
-		},
-		Logger: cfg.Logger,
+		Resync:    controllerkit.ForEach(c.svcs, c.queue.Enqueue),
+		Logger:    cfg.Logger,
 	}
 	return ctl.Producer()
 }

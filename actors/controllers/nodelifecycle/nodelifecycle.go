@@ -98,16 +98,12 @@ func New(cfg Config) func() actorkit.Actor {
 	// A pod landing on a tainted node needs its eviction timer.
 	c.pods.AddHandler(informer.Funcs{Add: c.podSeen, Update: func(_, o runtime.Object) { c.podSeen(o) }})
 	ctl := &controllerkit.Controller{
-		Name:      Name,
-		Workers:   cfg.Workers,
-		Informers: []*informer.Informer{c.nodes, c.leases, c.pods},
-		Queue:     c.queue,
-		Reconcile: c.sync,
-		Resync: func() {
-			for _, o := range c.nodes.List(nil) {
-				enqueueNode(o)
-			}
-		},
+		Name:        Name,
+		Workers:     cfg.Workers,
+		Informers:   []*informer.Informer{c.nodes, c.leases, c.pods},
+		Queue:       c.queue,
+		Reconcile:   c.sync,
+		Resync:      controllerkit.ForEach(c.nodes, enqueueNode),
 		ResyncEvery: cfg.MonitorPeriod,
 		Logger:      cfg.Logger,
 	}

@@ -8,31 +8,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 )
 
 // owner resolves a pod's controller reference to a ReplicaSet in the cache (same UID).
 func (c *controller) owner(p *corev1.Pod, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref == nil || ref.Kind != gvk.Kind {
-		return nil
-	}
-	o, ok := c.rss.Get(p.Namespace, ref.Name)
-	if !ok || o.(*appsv1.ReplicaSet).UID != ref.UID {
-		return nil
-	}
-	return o.(*appsv1.ReplicaSet)
+	rs, _ := controllerkit.Owner[*appsv1.ReplicaSet](c.rss, p.Namespace, ref, gvk.Kind)
+	return rs
 }
 
 // enqueueMatching wakes the ReplicaSets that might adopt an orphan pod.
 func (c *controller) enqueueMatching(p *corev1.Pod) {
-	for _, o := range c.rss.List(func(o runtime.Object) bool { return o.(*appsv1.ReplicaSet).Namespace == p.Namespace }) {
-		rs := o.(*appsv1.ReplicaSet)
-		sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(labels.Set(p.Labels)) {
-			c.enqueueRS(rs)
-		}
+	for _, rs := range controllerkit.Selecting(c.rss, p.Namespace, labels.Set(p.Labels), func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector }) {
+		c.enqueueRS(rs)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/events"
 	"github.com/skiff-sh/skiff/actors/informer"
-	"github.com/skiff-sh/skiff/bus/statelog"
 )
 
 // Name is the controller's name in Events and logs.
@@ -25,12 +24,7 @@ const Name = "replicaset-controller"
 const BurstReplicas = 500
 
 // Config configures the controller.
-type Config struct {
-	Log     *statelog.Log
-	Client  *apiclient.Client
-	Workers int
-	Logger  *slog.Logger
-}
+type Config = controllerkit.Config
 
 var gvk = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 
@@ -79,12 +73,8 @@ func New(cfg Config) func() actorkit.Actor {
 		Informers: []*informer.Informer{c.rss, c.pods},
 		Queue:     c.queue,
 		Reconcile: c.sync,
-		Resync: func() {
-			for _, o := range c.rss.List(nil) {
-				c.enqueueRS(o.(*appsv1.ReplicaSet))
-			}
-		},
-		Logger: cfg.Logger,
+		Resync:    controllerkit.ForEach(c.rss, func(o runtime.Object) { c.enqueueRS(o.(*appsv1.ReplicaSet)) }),
+		Logger:    cfg.Logger,
 	}
 	return ctl.Producer()
 }

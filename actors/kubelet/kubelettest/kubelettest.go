@@ -98,6 +98,7 @@ func (n *Node) Close() {
 		}
 		_ = n.Runtime.Close()
 		_ = exec.Command("ip", "link", "del", n.Options.Bridge).Run()
+		removeCgroups(n.Options.Namespace)
 	}
 	if n.Daemon != nil {
 		_ = n.Daemon.Stop()
@@ -137,4 +138,22 @@ func BuildImage(dir string) error {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// removeCgroups drops the namespace's (now empty) cgroup directories, v1 and v2 layouts.
+func removeCgroups(namespace string) {
+	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", namespace))
+	dirs = append(dirs, filepath.Join("/sys/fs/cgroup", namespace))
+	for _, d := range dirs {
+		var all []string
+		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				all = append(all, p)
+			}
+			return nil
+		})
+		for i := len(all) - 1; i >= 0; i-- { // children first
+			_ = os.Remove(all[i])
+		}
+	}
 }

@@ -65,10 +65,14 @@ const (
 
 // Runtime runs pods on this node. It is safe for concurrent use.
 type Runtime struct {
-	o        Options
-	client   *containerd.Client
-	daemon   *Daemon // non-nil when New started containerd itself
-	cni      gocni.CNI
+	o      Options
+	client *containerd.Client
+	daemon *Daemon // non-nil when New started containerd itself
+	cni    gocni.CNI
+	// cniMu serialises CNI calls. go-cni's race-build mutex (go-deadlock) takes concurrent
+	// read locks from two goroutines for recursion and exits the process; CNI calls are
+	// short, so one at a time costs little.
+	cniMu    sync.Mutex
 	cgroupV2 bool
 	locks    keyedMutex
 }

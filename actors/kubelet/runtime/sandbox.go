@@ -111,7 +111,9 @@ func (r *Runtime) RunSandbox(ctx context.Context, s SandboxConfig) (*Sandbox, er
 	if err := newNetNS(sb.NetNSPath); err != nil {
 		return nil, err
 	}
+	r.cniMu.Lock()
 	res, err := r.cni.Setup(ctx, id, sb.NetNSPath, r.cniOpts(sb)...)
+	r.cniMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("cni add: %w", err)
 	}
@@ -169,7 +171,10 @@ func (r *Runtime) teardownSandbox(ctx context.Context, podUID string) error {
 	if !isNetNS(path) {
 		path = ""
 	}
-	if err := r.cni.Remove(ctx, id, path, r.cniOpts(sb)...); err != nil {
+	r.cniMu.Lock()
+	err = r.cni.Remove(ctx, id, path, r.cniOpts(sb)...)
+	r.cniMu.Unlock()
+	if err != nil {
 		errs = append(errs, fmt.Errorf("cni del: %w", err))
 	}
 	if err := removeNetNS(sb.NetNSPath); err != nil {

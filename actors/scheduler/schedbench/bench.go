@@ -9,11 +9,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/internal/benchutil"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
@@ -93,35 +91,16 @@ func Run(w io.Writer, o Options) error {
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, o.Workers)
-	for range o.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(o.Pods) {
-					return
-				}
-				name := fmt.Sprintf("bench-%d", i)
-				mu.Lock()
-				created[name] = time.Now()
-				mu.Unlock()
-				if err := createPod(ctx, client, cp.URL(), name); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	err = benchutil.Parallel(o.Workers, o.Pods, func(i int) error {
+		name := fmt.Sprintf("bench-%d", i)
+		mu.Lock()
+		created[name] = time.Now()
+		mu.Unlock()
+		return createPod(ctx, client, cp.URL(), name)
+	})
 	createdIn := time.Since(start)
-	select {
-	case err := <-errs:
+	if err != nil {
 		return err
-	default:
 	}
 	lat := make([]time.Duration, 0, o.Pods)
 	for len(lat) < o.Pods {
@@ -133,52 +112,27 @@ func Run(w io.Writer, o Options) error {
 		}
 	}
 	total := time.Since(start)
-	slices.Sort(lat)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scheduler end to end\tnodes\tpods\tcreates/s\tbound/s\tcreate→bound p50\tp99\t")
-	fmt.Fprintf(tw, "HTTP create → bind in log\t%d\t%d\t%.0f\t%.0f\t%v\t%v\t\n", o.Nodes, o.Pods,
-		float64(o.Pods)/createdIn.Seconds(), float64(o.Pods)/total.Seconds(),
-		lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)*99/100].Round(time.Millisecond))
-	return tw.Flush()
+	p50, p99 := benchutil.Percentiles(lat)
+	t := benchutil.NewTable(w, "scheduler end to end", "nodes", "pods", "creates/s", "bound/s", "create→bound p50", "p99")
+	t.Row("HTTP create → bind in log", o.Nodes, o.Pods, benchutil.Rate(o.Pods, createdIn), benchutil.Rate(o.Pods, total),
+		p50.Round(time.Millisecond), p99.Round(time.Millisecond))
+	return t.Flush()
 }
 
 func registerNodes(ctx context.Context, cp *controlplane.ControlPlane, n, workers int) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
 	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1)
-				if i > int64(n) {
-					return
-				}
-				name := fmt.Sprintf("sim-%05d", i)
-				node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": fmt.Sprintf("z%d", i%5)}}}
-				out, err := cp.Client.Create(ctx, node)
-				if err != nil {
-					errs <- err
-					return
-				}
-				node = out.(*corev1.Node)
-				node.Status = corev1.NodeStatus{Capacity: alloc, Allocatable: alloc, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
-				if _, err := cp.Client.UpdateStatus(ctx, node); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case err := <-errs:
+	return benchutil.Parallel(workers, n, func(i int) error {
+		name := fmt.Sprintf("sim-%05d", i)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": fmt.Sprintf("z%d", i%5)}}}
+		out, err := cp.Client.Create(ctx, node)
+		if err != nil {
+			return err
+		}
+		node = out.(*corev1.Node)
+		node.Status = corev1.NodeStatus{Capacity: alloc, Allocatable: alloc, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
+		_, err = cp.Client.UpdateStatus(ctx, node)
 		return err
-	default:
-		return nil
-	}
+	})
 }
 
 func createPod(ctx context.Context, c *http.Client, base, name string) error {

@@ -10,12 +10,11 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/skiff-sh/skiff/bus/natsserver"
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/internal/benchutil"
 )
 
 const (
@@ -51,54 +50,25 @@ func RunBench(w io.Writer) error {
 	}
 	defer l.Close()
 
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "statelog (file store)\tvalue\tp50\tp99\t")
-	seq, err := creates(ctx, l, "seq", 1, createsSeq)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(tw, "creates/s sequential\t%.0f\t\t\t\n", seq)
-	conc, err := creates(ctx, l, "conc", createsConc, createsSeq)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(tw, "creates/s %d concurrent\t%.0f\t\t\t\n", createsConc, conc)
-	for _, n := range []int{1, 10, 100} {
-		p50, p99, err := watchLatency(ctx, l, n)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(tw, "watch latency, %d watchers\t\t%v\t%v\t\n", n, p50, p99)
-	}
-	return tw.Flush()
+	return benchutil.WriteVsWatch(w, benchutil.Store{
+		Title: "statelog (file store)", Sequential: createsSeq, Concurrent: createsSeq, Workers: createsConc,
+		Creates: func(tag string, workers, total int) (float64, error) {
+			return creates(ctx, l, tag, workers, total)
+		},
+		WatchLatency: func(n int) (time.Duration, time.Duration, error) { return watchLatency(ctx, l, n) },
+	})
 }
 
 func creates(ctx context.Context, l *statelog.Log, tag string, workers, total int) (float64, error) {
 	val := make([]byte, valueSize)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
 	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > int64(total) {
-					return
-				}
-				if _, err := l.Create(ctx, fmt.Sprintf("bench/%s/ns/p%d", tag, i), val, nil); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := benchutil.Parallel(workers, total, func(i int) error {
+		_, err := l.Create(ctx, fmt.Sprintf("bench/%s/ns/p%d", tag, i), val, nil)
+		return err
+	}); err != nil {
 		return 0, err
 	}
-	return float64(total) / time.Since(start).Seconds(), nil
+	return benchutil.Rate(total, time.Since(start)), nil
 }
 
 // watchLatency writes latencyWrites values stamped with their send time and
@@ -147,6 +117,6 @@ func watchLatency(ctx context.Context, l *statelog.Log, watchers int) (p50, p99 
 		}
 		all = append(all, ls...)
 	}
-	slices.Sort(all)
-	return all[len(all)/2].Round(time.Microsecond), all[len(all)*99/100].Round(time.Microsecond), nil
+	p50, p99 = benchutil.Percentiles(all)
+	return p50, p99, nil
 }

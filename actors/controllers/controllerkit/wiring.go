@@ -1,0 +1,70 @@
+package controllerkit
+
+import (
+	"log/slog"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/informer"
+	"github.com/skiff-sh/skiff/bus/statelog"
+)
+
+// Config is what a controller with no settings of its own needs.
+type Config struct {
+	Log     *statelog.Log
+	Client  *apiclient.Client
+	Workers int
+	Logger  *slog.Logger
+}
+
+// Enqueue adds obj's namespace/name key.
+func (q *Queue) Enqueue(obj runtime.Object) { q.Add(KeyOf(Meta(obj))) }
+
+// OnChange is an informer handler that calls f with the object on add, update and delete.
+func OnChange(f func(obj runtime.Object)) informer.Funcs {
+	return informer.Funcs{Add: f, Update: func(_, obj runtime.Object) { f(obj) }, Delete: f}
+}
+
+// ForEach returns a func that calls f with every object in inf's cache (a Resync).
+func ForEach(inf *informer.Informer, f func(obj runtime.Object)) func() {
+	return func() {
+		for _, o := range inf.List(nil) {
+			f(o)
+		}
+	}
+}
+
+// Owner resolves a controller reference of the given kind to the object in inf's cache, if it
+// is there with the same UID (a deleted and recreated owner is another owner).
+func Owner[T metav1.Object](inf *informer.Informer, namespace string, ref *metav1.OwnerReference, kind string) (T, bool) {
+	var zero T
+	if ref == nil || ref.Kind != kind {
+		return zero, false
+	}
+	o, ok := inf.Get(namespace, ref.Name)
+	if !ok {
+		return zero, false
+	}
+	t, ok := o.(T)
+	if !ok || t.GetUID() != ref.UID {
+		return zero, false
+	}
+	return t, true
+}
+
+// Selecting returns the objects of namespace in inf's cache whose non-empty selector matches
+// set: who might adopt an orphan.
+func Selecting[T runtime.Object](inf *informer.Informer, namespace string, set labels.Set, selector func(T) *metav1.LabelSelector) []T {
+	var out []T
+	for _, o := range inf.List(func(o runtime.Object) bool { return Meta(o).GetNamespace() == namespace }) {
+		t := o.(T)
+		sel, err := metav1.LabelSelectorAsSelector(selector(t))
+		if err == nil && !sel.Empty() && sel.Matches(set) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
