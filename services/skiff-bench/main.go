@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/actors/apiserver/apibench"
+	"github.com/skiff-sh/skiff/actors/kubelet/kubeletbench"
 	"github.com/skiff-sh/skiff/actors/scheduler/framework"
 	"github.com/skiff-sh/skiff/actors/scheduler/schedbench"
 	"github.com/skiff-sh/skiff/bpf/lbbench"
@@ -31,6 +32,7 @@ func main() {
 		{"framework", framework.RunBench},
 		{"scheduler", func(w io.Writer) error { return schedbench.Run(w, schedbench.Options{}) }},
 		{"lb", func(w io.Writer) error { return lbbench.Run(w, lbbench.Options{}) }},
+		{"kubelet", kubeletbench.RunBench},
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
