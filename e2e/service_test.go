@@ -53,11 +53,16 @@ func startNode(t *testing.T) *node {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a, err := agent.Start(ctx, agent.Config{Log: cp.Log, Client: cp.Client, Actors: cp.Actors, NodeName: "e2e-node",
-		DataDir: dir, PodCIDR: "10.231.0.0/24", ImagesDir: images})
+		DataDir: dir, PodCIDR: "10.231.0.0/24", Bridge: "skiffe2e0", ImagesDir: images})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.Stop)
+	t.Cleanup(func() {
+		// Pods outlive an agent by design (the next one adopts them); a test removes its own.
+		a.Teardown(context.Background())
+		// The node bridge outlives pods by design; a test's own bridge goes with the test.
+		_ = exec.Command("ip", "link", "delete", "skiffe2e0").Run()
+	})
 	return &node{cp: cp, agent: a}
 }
 

@@ -30,6 +30,7 @@ type Config struct {
 	DataDir          string // containerd root, pod dirs, logs
 	ContainerdSocket string // "" starts a containerd under DataDir
 	PodCIDR          string // default 10.88.0.0/16
+	Bridge           string // node bridge for pod veths; default skiff0
 	ImagesDir        string // every *.tar here is imported at start (airgap images, as k3s does)
 	CgroupRoot       string // cgroup2 mount whose processes reach Services; "" mounts one under DataDir
 	Logger           *slog.Logger
@@ -66,7 +67,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.PodCIDR == "" {
 		cfg.PodCIDR = "10.88.0.0/16"
 	}
-	rt, err := kruntime.New(ctx, kruntime.Options{Socket: cfg.ContainerdSocket, Root: filepath.Join(cfg.DataDir, "node"), PodCIDR: cfg.PodCIDR})
+	rt, err := kruntime.New(ctx, kruntime.Options{Socket: cfg.ContainerdSocket, Root: filepath.Join(cfg.DataDir, "node"), PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge})
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
@@ -117,10 +118,29 @@ func mountCgroup2(dir string) (string, error) {
 // Stop stops the node's actors and closes the runtime; containers keep running and are adopted
 // by the next agent, as with a kubelet restart.
 func (a *Agent) Stop() {
-	for i := len(a.pids) - 1; i >= 0; i-- {
-		a.actors.Stop(a.pids[i])
-	}
+	a.stopActors()
 	if a.Runtime != nil {
 		_ = a.Runtime.Close()
 	}
+}
+
+// Teardown stops the node for good: actors first (so no kubelet recreates what is removed),
+// then every pod sandbox with its containers, then the runtime.
+func (a *Agent) Teardown(ctx context.Context) {
+	a.stopActors()
+	if a.Runtime != nil {
+		if pods, err := a.Runtime.List(ctx); err == nil {
+			for _, p := range pods {
+				_ = a.Runtime.StopSandbox(ctx, p.PodUID)
+			}
+		}
+	}
+	a.Stop()
+}
+
+func (a *Agent) stopActors() {
+	for i := len(a.pids) - 1; i >= 0; i-- {
+		a.actors.Stop(a.pids[i])
+	}
+	a.pids = nil
 }
