@@ -52,7 +52,7 @@ func startNode(t *testing.T) *node {
 	cp := testutil.StartControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{Log: cp.Log, Client: cp.Client, Actors: cp.Actors, NodeName: "e2e-node",
+	a, err := agent.Start(ctx, agent.Config{Log: cp.Log, Client: cp.Client, NATS: cp.Conn, Actors: cp.Actors, NodeName: "e2e-node",
 		DataDir: dir, PodCIDR: "10.231.0.0/24", Bridge: "skiffe2e0", ImagesDir: images})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/nats-io/nats.go"
 	"golang.org/x/sys/unix"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
@@ -25,6 +26,7 @@ import (
 type Config struct {
 	Log              *statelog.Log
 	Client           *apiclient.Client
+	NATS             *nats.Conn // the node API (logs, exec) is served here
 	Actors           *actorkit.System
 	NodeName         string
 	DataDir          string // containerd root, pod dirs, logs
@@ -42,6 +44,7 @@ type Agent struct {
 	Proxy   *proxy.Proxy
 	pids    []*actorkit.PID
 	actors  *actorkit.System
+	subs    []*nats.Subscription
 }
 
 // Supported reports why this machine cannot run a node agent ("" when it can).
@@ -96,6 +99,12 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.pids = append(a.pids, pid)
+	if cfg.NATS != nil {
+		if a.subs, err = serveNodeAPI(cfg.NATS, cfg.NodeName, rt); err != nil {
+			a.Stop()
+			return nil, err
+		}
+	}
 	return a, nil
 }
 
@@ -139,6 +148,10 @@ func (a *Agent) Teardown(ctx context.Context) {
 }
 
 func (a *Agent) stopActors() {
+	for _, s := range a.subs {
+		_ = s.Drain()
+	}
+	a.subs = nil
 	for i := len(a.pids) - 1; i >= 0; i-- {
 		a.actors.Stop(a.pids[i])
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,6 +47,7 @@ type Options struct {
 	Mutating     []AdmissionFunc
 	Validating   []AdmissionFunc
 	Now          func() time.Time
+	NodeConn     *nats.Conn // reaches the node agents for pods/log and pods/exec; nil = not served
 }
 
 // Server is the API server's request handling; the actor in actor.go owns its lifecycle.
@@ -153,6 +155,14 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	code := http.StatusOK
 	switch info.verb {
 	case "get":
+		if info.subresource == "log" {
+			s.serveLog(w, r, k, info)
+			return
+		}
+		if info.subresource == "exec" {
+			s.serveExec(w, r, k, info, nil)
+			return
+		}
 		if info.subresource == "scale" {
 			obj, err = s.getScale(ctx, k, info.namespace, info.name)
 			break
@@ -171,6 +181,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		switch info.subresource {
 		case "binding":
 			obj, err = s.bind(ctx, k, info.namespace, info.name, body, wo)
+		case "exec":
+			s.serveExec(w, r, k, info, body)
+			return
 		case "":
 			obj, err = s.create(ctx, k, info.namespace, body, wo)
 		default:

@@ -102,7 +102,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if cp.Log, err = statelog.Open(ctx, cp.Conn, logCfg); err != nil {
 		return nil, fmt.Errorf("state log: %w", err)
 	}
-	if cp.API, err = apiserver.New(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR}); err != nil {
+	if cp.API, err = apiserver.New(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn}); err != nil {
 		return nil, err
 	}
 	if err := cp.API.EnsureDefaultNamespaces(ctx); err != nil {

@@ -43,7 +43,7 @@ func (n *nodeFlags) register(cmd *cobra.Command, optional bool) {
 	f.StringVar(&n.cgroup, "cgroup-root", "", "cgroup2 directory whose processes reach Services (default: a cgroup2 mount under the data dir)")
 }
 
-func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, client *apiclient.Client, actors *actorkit.System, dataDir string, logger *slog.Logger) (*agent.Agent, error) {
+func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, nc *nats.Conn, actors *actorkit.System, dataDir string, logger *slog.Logger) (*agent.Agent, error) {
 	if why := agent.Supported(); why != "" {
 		fmt.Fprintf(os.Stderr, "skiff: no node agent here: %s\n", why)
 		return nil, nil
@@ -52,7 +52,7 @@ func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, client *apicli
 	if images == "" {
 		images = filepath.Join(dataDir, "images")
 	}
-	return agent.Start(ctx, agent.Config{Log: log, Client: client, Actors: actors, NodeName: n.name, DataDir: dataDir,
+	return agent.Start(ctx, agent.Config{Log: log, Client: &apiclient.Client{T: apiclient.NATS{Conn: nc}}, NATS: nc, Actors: actors, NodeName: n.name, DataDir: dataDir,
 		ContainerdSocket: n.containerd, PodCIDR: n.podCIDR, ImagesDir: images, CgroupRoot: n.cgroup, Logger: logger})
 }
 
@@ -78,7 +78,7 @@ func newAgent() *cobra.Command {
 			defer log.Close()
 			actors := actorkit.NewSystem()
 			defer actors.Shutdown()
-			a, err := node.start(ctx, log, &apiclient.Client{T: apiclient.NATS{Conn: nc}}, actors, dataDir, logger)
+			a, err := node.start(ctx, log, nc, actors, dataDir, logger)
 			if err != nil {
 				return err
 			}

@@ -60,7 +60,7 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 	}
 	defer cp.Stop()
 	if node != nil && node.enabled {
-		a, err := node.start(ctx, cp.Log, cp.Client, cp.Actors, cfg.DataDir, cfg.Logger)
+		a, err := node.start(ctx, cp.Log, cp.Conn, cp.Actors, cfg.DataDir, cfg.Logger)
 		if err != nil {
 			return err
 		}

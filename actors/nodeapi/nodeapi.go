@@ -1,0 +1,78 @@
+// Package nodeapi is the small request/reply API each node agent serves over NATS for what only
+// the node can answer: container logs and exec. The apiserver's pods/log and pods/exec
+// subresources are its callers, so clients meet it through the Kubernetes API.
+package nodeapi
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/skiff-sh/skiff/bus/rpc"
+)
+
+// LogSubject and ExecSubject are where node `node` answers.
+func LogSubject(node string) string  { return "skiff.node." + node + ".log" }
+func ExecSubject(node string) string { return "skiff.node." + node + ".exec" }
+
+// LogRequest asks for a container's log from byte Offset on.
+type LogRequest struct {
+	PodUID    string `json:"podUID"`
+	Container string `json:"container"`
+	Previous  bool   `json:"previous,omitempty"` // the attempt before the current one
+	Offset    int64  `json:"offset,omitempty"`
+	TailLines int64  `json:"tailLines,omitempty"` // with Offset 0: only the last N lines
+	MaxBytes  int64  `json:"maxBytes,omitempty"`
+}
+
+// LogReply carries log bytes; NextOffset continues a follow; Running says whether more may come.
+type LogReply struct {
+	Data       []byte `json:"data,omitempty"`
+	NextOffset int64  `json:"nextOffset"`
+	Running    bool   `json:"running"`
+}
+
+// ExecRequest runs a command in a container, without a terminal.
+type ExecRequest struct {
+	PodUID    string   `json:"podUID"`
+	Container string   `json:"container"`
+	Command   []string `json:"command"`
+	Stdin     []byte   `json:"stdin,omitempty"`
+}
+
+// ExecReply is the command's output and exit code.
+type ExecReply struct {
+	Stdout   []byte `json:"stdout,omitempty"`
+	Stderr   []byte `json:"stderr,omitempty"`
+	ExitCode int    `json:"exitCode"`
+}
+
+// Call sends req to subject and decodes the reply into out.
+func Call(ctx context.Context, nc *nats.Conn, subject string, req, out any) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	reply, _, err := rpc.Call(ctx, nc, subject, data, nil)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(reply, out)
+}
+
+// Handle adapts a typed handler to rpc.Serve.
+func Handle[Req, Rep any](f func(context.Context, Req) (Rep, error)) rpc.Handler {
+	return func(ctx context.Context, _ string, data []byte, _ nats.Header) ([]byte, nats.Header, error) {
+		var req Req
+		if err := json.Unmarshal(data, &req); err != nil {
+			return nil, nil, err
+		}
+		rep, err := f(ctx, req)
+		if err != nil {
+			return nil, nil, err
+		}
+		out, err := json.Marshal(rep)
+		return out, nil, err
+	}
+}

@@ -1,0 +1,60 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/skiff-sh/skiff/actors/nodeapi"
+	"github.com/skiff-sh/skiff/internal/testutil"
+)
+
+// Logs and exec reach the container through the apiserver's pods/log and pods/exec, and stock
+// kubectl logs reads the same log.
+func TestLogsAndExecThroughTheAPI(t *testing.T) {
+	n := startNode(t)
+	n.apply(t, `
+apiVersion: v1
+kind: Pod
+metadata: {name: talker, labels: {app: talker}}
+spec:
+  containers:
+  - name: echo
+    image: skiff.local/httpecho:v1
+`)
+	n.waitReady(t, "app=talker", 1)
+	base := n.cp.URL() + "/api/v1/namespaces/default/pods/talker"
+
+	resp, err := http.Get(base + "/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "listening on tcp :8080") {
+		t.Fatalf("pods/log: HTTP %d %q", resp.StatusCode, body)
+	}
+
+	resp, err = http.Post(base+"/exec?command=/httpecho&command=-version", "application/octet-stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep nodeapi.ExecReply
+	err = json.NewDecoder(resp.Body).Decode(&rep)
+	resp.Body.Close()
+	if err != nil || rep.ExitCode != 0 || !strings.HasPrefix(string(rep.Stdout), "httpecho") {
+		t.Fatalf("pods/exec: %v %+v", err, rep)
+	}
+
+	kubectl := testutil.BuildBinary(t, "./services/kubectl")
+	cmd := exec.Command(kubectl, "--server", n.cp.URL(), "logs", "talker", "--tail=1")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "listening on tcp :8080") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+		t.Fatalf("kubectl logs --tail=1: %v %q", err, out)
+	}
+}
