@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"golang.org/x/sys/unix"
@@ -45,6 +46,7 @@ type Agent struct {
 	pids    []*actorkit.PID
 	actors  *actorkit.System
 	subs    []*nats.Subscription
+	node    string
 }
 
 // Supported reports why this machine cannot run a node agent ("" when it can).
@@ -74,7 +76,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
-	a := &Agent{Runtime: rt, actors: cfg.Actors}
+	a := &Agent{Runtime: rt, actors: cfg.Actors, node: cfg.NodeName}
 	if cfg.ImagesDir != "" {
 		if err := rt.ImportDir(ctx, cfg.ImagesDir); err != nil {
 			cfg.Logger.Warn("importing images", "dir", cfg.ImagesDir, "err", err)
@@ -82,7 +84,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	cgroup := cfg.CgroupRoot
 	if cgroup == "" {
-		if cgroup, err = mountCgroup2(filepath.Join(cfg.DataDir, "cgroup2")); err != nil {
+		if cgroup, err = cgroup2Root(filepath.Join(cfg.DataDir, "cgroup2")); err != nil {
 			a.Stop()
 			return nil, err
 		}
@@ -108,12 +110,17 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// mountCgroup2 mounts a cgroup2 hierarchy at dir unless one is there. Every process starts in
-// its root, so hooks attached there see the host's and the pods' connects alike.
-func mountCgroup2(dir string) (string, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
-		return dir, nil
+// cgroup2Root finds the host's cgroup2 mount (the unified hierarchy of a hybrid or pure v2
+// system), or mounts one at dir. There is one cgroup2 hierarchy per host and every process
+// starts in its root, so hooks attached there see the host's and the pods' connects alike.
+func cgroup2Root(dir string) (string, error) {
+	if mounts, err := os.ReadFile("/proc/self/mounts"); err == nil {
+		for _, line := range strings.Split(string(mounts), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 3 && f[2] == "cgroup2" {
+				return f[1], nil
+			}
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -134,9 +141,11 @@ func (a *Agent) Stop() {
 }
 
 // Teardown stops the node for good: actors first (so no kubelet recreates what is removed),
-// then every pod sandbox with its containers, then the runtime.
+// then the pinned Service hooks and maps, every pod sandbox with its containers, and the runtime.
 func (a *Agent) Teardown(ctx context.Context) {
 	a.stopActors()
+	// Unlinking the pinned links detaches the hooks; the maps go with their last reference.
+	_ = os.RemoveAll(proxy.DefaultPinDir(a.node))
 	if a.Runtime != nil {
 		if pods, err := a.Runtime.List(ctx); err == nil {
 			for _, p := range pods {

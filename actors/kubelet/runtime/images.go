@@ -15,13 +15,19 @@ import (
 // it for the snapshotter, so containers start without a registry. It
 // returns the image names the tarball carried.
 func (r *Runtime) ImportImage(ctx context.Context, tarPath string) ([]string, error) {
-	ctx = r.ctx(ctx)
+	return Import(r.ctx(ctx), r.client, tarPath)
+}
+
+// Import loads an OCI or docker-save tarball into containerd and unpacks it for the snapshotter
+// pods use; ctx must carry the containerd namespace. `skiff image load` uses it against a
+// running node's containerd.
+func Import(ctx context.Context, client *containerd.Client, tarPath string) ([]string, error) {
 	f, err := os.Open(tarPath)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	imgs, err := r.client.Import(ctx, f)
+	imgs, err := client.Import(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", tarPath, err)
 	}
@@ -30,7 +36,7 @@ func (r *Runtime) ImportImage(ctx context.Context, tarPath string) ([]string, er
 	}
 	names := make([]string, 0, len(imgs))
 	for _, img := range imgs {
-		if err := containerd.NewImage(r.client, img).Unpack(ctx, snapshotter); err != nil {
+		if err := containerd.NewImage(client, img).Unpack(ctx, snapshotter); err != nil {
 			return nil, fmt.Errorf("unpack %s: %w", img.Name, err)
 		}
 		names = append(names, img.Name)
