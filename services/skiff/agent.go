@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -63,22 +61,13 @@ func newAgent() *cobra.Command {
 		Use:   "agent",
 		Short: "Run a node agent (kubelet + proxy) that joins a Skiff control plane through NATS",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			nc, err := nats.Connect(natsURL, nats.Name("skiff-agent-"+node.name), nats.MaxReconnects(-1))
-			if err != nil {
-				return fmt.Errorf("connect %s: %w", natsURL, err)
-			}
-			defer nc.Close()
-			log, err := statelog.Open(ctx, nc, statelog.Config{})
+			m, err := join(cmd.Context(), natsURL, "skiff-agent-"+node.name)
 			if err != nil {
 				return err
 			}
-			defer log.Close()
-			actors := actorkit.NewSystem()
-			defer actors.Shutdown()
-			a, err := node.start(ctx, log, nc, actors, dataDir, logger)
+			defer m.close()
+			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			a, err := node.start(m.ctx, m.log, m.nc, m.actors, dataDir, logger)
 			if err != nil {
 				return err
 			}
@@ -87,7 +76,7 @@ func newAgent() *cobra.Command {
 			}
 			defer a.Stop()
 			fmt.Fprintf(os.Stderr, "skiff agent %s is up\n", node.name)
-			<-ctx.Done()
+			<-m.ctx.Done()
 			return nil
 		},
 	}

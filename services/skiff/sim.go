@@ -4,16 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
-	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/simnode"
-	"github.com/skiff-sh/skiff/bus/statelog"
 )
 
 // newSim is the scale-test mode (like kwok): simulated nodes that register, renew leases and
@@ -26,27 +21,18 @@ func newSim() *cobra.Command {
 		Use:   "nodes",
 		Short: "Register simulated nodes and keep them alive until interrupted",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			nc, err := nats.Connect(natsURL, nats.Name("skiff-sim"), nats.MaxReconnects(-1))
-			if err != nil {
-				return fmt.Errorf("connect %s: %w", natsURL, err)
-			}
-			defer nc.Close()
-			log, err := statelog.Open(ctx, nc, statelog.Config{})
+			m, err := join(cmd.Context(), natsURL, "skiff-sim")
 			if err != nil {
 				return err
 			}
-			defer log.Close()
-			actors := actorkit.NewSystem()
-			defer actors.Shutdown()
-			_, err = actors.Spawn("simnode", simnode.New(simnode.Config{Log: log, Client: &apiclient.Client{T: apiclient.NATS{Conn: nc}},
+			defer m.close()
+			_, err = m.actors.Spawn("simnode", simnode.New(simnode.Config{Log: m.log, Client: &apiclient.Client{T: apiclient.NATS{Conn: m.nc}},
 				Nodes: count, Prefix: prefix, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}))
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "simulating %d nodes named %s0..%s%d (scale-test mode, no containers)\n", count, prefix, prefix, count-1)
-			<-ctx.Done()
+			<-m.ctx.Done()
 			return nil
 		},
 	}
