@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -56,5 +57,21 @@ spec:
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "listening on tcp :8080") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
 		t.Fatalf("kubectl logs --tail=1: %v %q", err, out)
+	}
+
+	// kubectl exec speaks the WebSocket channel protocol; the exit code comes back too.
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(kubectl, append([]string{"--server", n.cp.URL()}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=/dev/null")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("exec", "talker", "--", "/httpecho", "-version"); err != nil || !strings.HasPrefix(out, "httpecho") {
+		t.Fatalf("kubectl exec: %v %q", err, out)
+	}
+	out2, err := run("exec", "talker", "--", "/httpecho", "-probe", "http://127.0.0.1:1/")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("kubectl exec of a failing command: want exit 1, got %v %q", err, out2)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
 
 	"github.com/skiff-sh/skiff/actors/nodeapi"
 	"github.com/skiff-sh/skiff/schemas"
@@ -103,8 +106,13 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, k *schemas.Kin
 // serveExec runs a command in a container without a terminal (pods/exec with POST, the body as
 // stdin). Interactive exec over SPDY/WebSocket upgrades is not served.
 func (s *Server) serveExec(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo, stdin []byte) {
-	if r.Header.Get("Upgrade") != "" || r.Header.Get("Connection") == "Upgrade" {
-		writeError(w, badRequest("interactive exec (SPDY/WebSocket upgrade) is not supported yet; use `skiff exec POD -- CMD`"))
+	websocket := wsstream.IsWebSocketRequest(r)
+	if !websocket && (r.Header.Get("Upgrade") != "" || r.Header.Get("Connection") == "Upgrade") {
+		writeError(w, badRequest("exec over SPDY is not supported; use a client that speaks the WebSocket channel protocol (kubectl does) or `skiff exec`"))
+		return
+	}
+	if info.query.Get("tty") == "true" {
+		writeError(w, badRequest("tty: exec with a terminal is not supported yet"))
 		return
 	}
 	pod, container, err := s.podContainer(r.Context(), k, info)
@@ -117,15 +125,58 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request, k *schemas.Ki
 		writeError(w, badRequest("command: at least one is required"))
 		return
 	}
-	var rep nodeapi.ExecReply
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Minute)
-	defer cancel()
-	err = nodeapi.Call(ctx, s.opts.NodeConn, nodeapi.ExecSubject(pod.Spec.NodeName),
-		nodeapi.ExecRequest{PodUID: string(pod.UID), Container: container, Command: cmd, Stdin: stdin}, &rep)
+	if websocket {
+		s.execStream(w, r, pod, container, cmd, info.query.Get("stdin") == "true")
+		return
+	}
+	rep, err := s.execOnNode(r.Context(), pod, container, cmd, stdin)
 	if err != nil {
 		writeError(w, apierrors.NewBadRequest(fmt.Sprintf("exec in %s/%s on node %s: %v", pod.Name, container, pod.Spec.NodeName, err)))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(rep)
+}
+
+func (s *Server) execOnNode(ctx context.Context, pod *corev1.Pod, container string, cmd []string, stdin []byte) (nodeapi.ExecReply, error) {
+	var rep nodeapi.ExecReply
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	err := nodeapi.Call(ctx, s.opts.NodeConn, nodeapi.ExecSubject(pod.Spec.NodeName),
+		nodeapi.ExecRequest{PodUID: string(pod.UID), Container: container, Command: cmd, Stdin: stdin}, &rep)
+	return rep, err
+}
+
+// execStream serves kubectl exec over the Kubernetes WebSocket channel protocol (channels:
+// 0 stdin, 1 stdout, 2 stderr, 3 error/status, 4 resize). The node runs the command to the end
+// and the output is sent then: no terminal, no interleaving of a long-running command's output.
+func (s *Server) execStream(w http.ResponseWriter, r *http.Request, pod *corev1.Pod, container string, cmd []string, withStdin bool) {
+	cfg := wsstream.ChannelProtocolConfig{Binary: true, Channels: []wsstream.ChannelType{
+		wsstream.ReadChannel, wsstream.WriteChannel, wsstream.WriteChannel, wsstream.WriteChannel, wsstream.ReadChannel}}
+	conn := wsstream.NewConn(map[string]wsstream.ChannelProtocolConfig{
+		"v5.channel.k8s.io": cfg, "v4.channel.k8s.io": cfg})
+	conn.SetIdleTimeout(time.Hour)
+	_, streams, err := conn.Open(w, r)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	var stdin []byte
+	if withStdin {
+		stdin, _ = io.ReadAll(streams[0])
+	}
+	rep, err := s.execOnNode(r.Context(), pod, container, cmd, stdin)
+	st := metav1.Status{Status: metav1.StatusSuccess}
+	switch {
+	case err != nil:
+		st = metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError, Message: err.Error()}
+	case rep.ExitCode != 0:
+		st = metav1.Status{Status: metav1.StatusFailure, Reason: "NonZeroExitCode",
+			Message: fmt.Sprintf("command terminated with non-zero exit code: exit status %d", rep.ExitCode),
+			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: "ExitCode", Message: strconv.Itoa(rep.ExitCode)}}}}
+	}
+	_, _ = streams[1].Write(rep.Stdout)
+	_, _ = streams[2].Write(rep.Stderr)
+	status, _ := json.Marshal(st)
+	_, _ = streams[3].Write(status)
 }
