@@ -169,6 +169,9 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, sb *kruntime.Sandb
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return &waitInfo{"CreateContainerConfigError", err.Error()}, k.cfg.BackoffBase, nil
 	}
+	if w, err := k.ensureImage(ctx, pod, c); w != nil || err != nil {
+		return w, k.cfg.BackoffBase, err
+	}
 	_, err = k.rt.StartContainer(ctx, sb, kruntime.ContainerConfig{
 		Name: c.Name, Attempt: attempt, Image: c.Image,
 		Command: expandAll(c.Command, vars), Args: expandAll(c.Args, vars), Env: env,
@@ -362,4 +365,23 @@ func terminationGrace(pod *corev1.Pod) time.Duration {
 		return time.Duration(*s) * time.Second
 	}
 	return corev1.DefaultTerminationGracePeriodSeconds * time.Second
+}
+
+// ensureImage applies the container's imagePullPolicy: Always pulls, IfNotPresent pulls only
+// when the node lacks the image, Never leaves it to the start to report ErrImageNeverPull.
+func (k *kubelet) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container) (*waitInfo, error) {
+	switch {
+	case c.ImagePullPolicy == corev1.PullNever:
+		return nil, nil
+	case c.ImagePullPolicy != corev1.PullAlways && k.rt.HasImage(ctx, c.Image):
+		return nil, nil
+	}
+	k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	start := time.Now()
+	if err := k.rt.Pull(ctx, c.Image); err != nil {
+		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+		return &waitInfo{"ErrImagePull", err.Error()}, nil
+	}
+	k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %v", c.Image, time.Since(start).Round(time.Millisecond))
+	return nil, nil
 }

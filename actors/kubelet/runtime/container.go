@@ -70,7 +70,11 @@ func (r *Runtime) StartContainer(ctx context.Context, sb *Sandbox, c ContainerCo
 		return nil, err
 	}
 
-	img, err := r.client.GetImage(ctx, c.Image)
+	ref, err := NormalizeImage(c.Image)
+	if err != nil {
+		return nil, err
+	}
+	img, err := r.client.GetImage(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("image %q: %w", c.Image, err)
 	}
