@@ -169,6 +169,14 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, sb *kruntime.Sandb
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return &waitInfo{"CreateContainerConfigError", err.Error()}, k.cfg.BackoffBase, nil
 	}
+	// Refuse what would otherwise be silently skipped: a container must not run without the
+	// init containers or volumes its pod asked for.
+	if len(pod.Spec.InitContainers) > 0 {
+		return &waitInfo{"CreateContainerConfigError", "init containers are not supported by this node yet"}, k.cfg.BackoffBase, nil
+	}
+	if len(c.VolumeMounts) > 0 {
+		return &waitInfo{"CreateContainerConfigError", fmt.Sprintf("volume %q: volumes are not supported by this node yet", c.VolumeMounts[0].Name)}, k.cfg.BackoffBase, nil
+	}
 	if w, err := k.ensureImage(ctx, pod, c); w != nil || err != nil {
 		return w, k.cfg.BackoffBase, err
 	}
