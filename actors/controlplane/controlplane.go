@@ -237,3 +237,18 @@ func (cp *ControlPlane) Stop() {
 		cp.NATS.Shutdown()
 	}
 }
+
+// StartScratch runs a control plane with its store in a new temporary directory and the API on
+// a random loopback port, for benchmarks; stop shuts it down and removes the directory.
+func StartScratch(ctx context.Context, prefix string) (cp *ControlPlane, stop func(), err error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, err = Start(ctx, Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return cp, func() { cp.Stop(); os.RemoveAll(dir) }, nil
+}

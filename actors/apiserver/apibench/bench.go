@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -41,18 +40,13 @@ func (o *Options) defaults() {
 // Run starts a control plane (embedded NATS, file store) and prints one table.
 func Run(w io.Writer, o Options) error {
 	o.defaults()
-	dir, err := os.MkdirTemp("", "skiff-apibench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	cp, stop, err := controlplane.StartScratch(ctx, "skiff-apibench-")
 	if err != nil {
 		return err
 	}
-	defer cp.Stop()
+	defer stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	return benchutil.WriteVsWatch(w, benchutil.Store{
 		Title: "HTTP API", Sequential: o.Creates / 2, Concurrent: o.Creates, Workers: o.Workers,

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -39,18 +38,13 @@ func Run(w io.Writer, o Options) error {
 	if o.Workers == 0 {
 		o.Workers = 16
 	}
-	dir, err := os.MkdirTemp("", "skiff-schedbench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Config{DataDir: dir, Listen: "127.0.0.1:0"})
+	cp, stop, err := controlplane.StartScratch(ctx, "skiff-schedbench-")
 	if err != nil {
 		return err
 	}
-	defer cp.Stop()
+	defer stop()
 	if err := registerNodes(ctx, cp, o.Nodes, o.Workers); err != nil {
 		return err
 	}
