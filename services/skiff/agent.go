@@ -19,6 +19,7 @@ import (
 // nodeFlags are the node agent's flags, shared by `skiff up` and `skiff agent`.
 type nodeFlags struct {
 	enabled    bool
+	required   bool // asked for explicitly: failing to start it is an error
 	name       string
 	containerd string
 	podCIDR    string

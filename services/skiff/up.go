@@ -33,6 +33,7 @@ func newUp() *cobra.Command {
 		Use:   "up",
 		Short: "Run all of Skiff in this process, with an embedded NATS JetStream server",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			node.required = cmd.Flags().Changed("agent")
 			return runControlPlane(cmd.Context(), cfg, &node)
 		},
 	}
@@ -61,8 +62,12 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 	defer cp.Stop()
 	if node != nil && node.enabled {
 		a, err := node.start(ctx, cp.Log, cp.Conn, cp.Actors, cfg.DataDir, cfg.Logger)
-		if err != nil {
+		if err != nil && node.required {
 			return err
+		}
+		if err != nil {
+			// The agent was only on by default (running as root): the control plane still serves.
+			fmt.Fprintf(os.Stderr, "skiff: running without a node agent: %v (install containerd, runc and the CNI plugins: .ci/deps/node.sh)\n", err)
 		}
 		if a != nil {
 			defer a.Stop()
