@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +35,11 @@ type Transport interface {
 type NATS struct{ Conn *nats.Conn }
 
 func (t NATS) Do(ctx context.Context, req apiserver.WireRequest) (apiserver.WireResponse, error) {
+	carrier := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+	if len(carrier) > 0 {
+		req.Header = carrier
+	}
 	data, err := json.Marshal(req)
 	if err != nil {
 		return apiserver.WireResponse{}, err
@@ -76,6 +83,7 @@ func (t HTTP) newRequest(ctx context.Context, req apiserver.WireRequest) (*http.
 	if t.Token != "" {
 		r.Header.Set("Authorization", "Bearer "+t.Token)
 	}
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(r.Header))
 	return r, nil
 }
 

@@ -28,6 +28,8 @@ type WireRequest struct {
 	Path        string `json:"path"` // with the query string
 	ContentType string `json:"contentType,omitempty"`
 	Body        []byte `json:"body,omitempty"`
+	// Header carries the caller's W3C trace context (traceparent, tracestate).
+	Header map[string]string `json:"header,omitempty"`
 }
 
 // WireResponse is the answer to a WireRequest.
@@ -129,6 +131,9 @@ func (s *Server) ServeWire(ctx context.Context, req WireRequest) []byte {
 	r := httptest.NewRequestWithContext(ctx, req.Method, req.Path, bytes.NewReader(req.Body))
 	if req.ContentType != "" {
 		r.Header.Set("Content-Type", req.ContentType)
+	}
+	for k, v := range req.Header {
+		r.Header.Set(k, v)
 	}
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, r)

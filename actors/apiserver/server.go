@@ -57,6 +57,7 @@ type Server struct {
 	now     func() time.Time
 	ips     *ipAllocator
 	mux     *http.ServeMux
+	handler http.Handler
 	started time.Time
 	starts  atomic.Int64
 }
@@ -91,11 +92,12 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("/openapi/v3/", s.serveOpenAPIGroupVersion)
 	s.mux.HandleFunc("/api/", s.serveResource)
 	s.mux.HandleFunc("/apis/", s.serveResource)
+	s.handler = traced(s.mux)
 	return s, nil
 }
 
 // Handler returns the HTTP handler of the Kubernetes API.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 func serveOK(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
@@ -75,6 +77,8 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	// W3C trace context travels in NATS requests and is stored with every write.
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	cp = &ControlPlane{cfg: cfg}
 	defer func() {
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -57,6 +59,7 @@ type Informer struct {
 
 	mu       sync.RWMutex
 	objects  map[string]runtime.Object // by storage key
+	traces   map[string]statelog.Header // trace context stored with each key's last write
 	rev      uint64
 	synced   bool
 	handlers []Handler
@@ -65,7 +68,7 @@ type Informer struct {
 
 // New creates an informer; Run starts it.
 func New(log *statelog.Log, kind *schemas.Kind, namespace string) *Informer {
-	return &Informer{log: log, kind: kind, namespace: namespace, objects: map[string]runtime.Object{}, syncedCh: make(chan struct{})}
+	return &Informer{log: log, kind: kind, namespace: namespace, objects: map[string]runtime.Object{}, traces: map[string]statelog.Header{}, syncedCh: make(chan struct{})}
 }
 
 // For is New for a kind named by resource ("pods", "deployments", ...); it panics on a typo.
@@ -196,8 +199,14 @@ func (i *Informer) apply(ev statelog.Event) {
 	old, had := i.objects[ev.Key]
 	if ev.Type == statelog.EventDelete {
 		delete(i.objects, ev.Key)
+		delete(i.traces, ev.Key)
 	} else {
 		i.objects[ev.Key] = obj
+		if ev.Header["traceparent"] != "" {
+			i.traces[ev.Key] = ev.Header
+		} else {
+			delete(i.traces, ev.Key)
+		}
 	}
 	i.rev = max(i.rev, ev.Rev)
 	handlers := i.handlers
@@ -214,6 +223,18 @@ func (i *Informer) apply(ev statelog.Event) {
 			h.OnAdd(obj)
 		}
 	}
+}
+
+// TraceContext returns ctx carrying the trace context stored with the object's last write, so
+// the work that write causes continues the trace of the request that made it.
+func (i *Informer) TraceContext(ctx context.Context, namespace, name string) context.Context {
+	i.mu.RLock()
+	h := i.traces[schemas.StorageKey(i.kind, namespace, name)]
+	i.mu.RUnlock()
+	if len(h) == 0 {
+		return ctx
+	}
+	return otel.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier(h))
 }
 
 // WaitForSync blocks until the first snapshot is in, or ctx ends.

@@ -13,6 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
@@ -199,7 +202,16 @@ func (st *state) scheduleOne(ctx context.Context, key string) (func() error, err
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || !ours(pod) {
 		return nil, nil
 	}
+	// The cycle continues the trace of the write that created the pod.
+	ctx, span := otel.Tracer("skiff/scheduler").Start(st.pods.TraceContext(ctx, ns, name), "schedule pod",
+		trace.WithAttributes(attribute.String("k8s.pod", key)))
 	res, err := framework.Schedule(st.cache.Snapshot(), pod, st.cfg.Options)
+	if err != nil {
+		span.RecordError(err)
+		span.End()
+	} else {
+		span.SetAttributes(attribute.String("k8s.node", res.Node))
+	}
 	var fit *framework.FitError
 	if errors.As(err, &fit) {
 		st.markUnschedulable(ctx, pod, fit.Error())
@@ -209,9 +221,11 @@ func (st *state) scheduleOne(ctx context.Context, key string) (func() error, err
 		return nil, err
 	}
 	if err := st.cache.Assume(pod, res.Node); err != nil {
+		span.End()
 		return nil, err
 	}
 	return func() error {
+		defer span.End()
 		if err := st.cfg.Client.Bind(ctx, ns, name, res.Node); err != nil {
 			st.cache.Forget(pod)
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

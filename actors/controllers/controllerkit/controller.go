@@ -139,7 +139,9 @@ func (a *controllerActor) work(ctx context.Context, q rateLimitingQueue) {
 		}
 		func() {
 			defer q.Done(key)
-			err := a.c.Reconcile(ctx, key)
+			rctx, span := a.c.startSpan(ctx, key)
+			err := a.c.Reconcile(rctx, key)
+			endSpan(span, err)
 			switch {
 			case err == nil:
 				q.Forget(key)

@@ -1,0 +1,30 @@
+package controllerkit
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// startSpan opens the span of one reconcile as a child of the trace stored with the key's last
+// write in the primary (first) informer, so a rollout is one trace across controllers.
+func (c *Controller) startSpan(ctx context.Context, key string) (context.Context, trace.Span) {
+	parent := ctx
+	if len(c.Informers) > 0 {
+		ns, name := SplitKey(key)
+		parent = c.Informers[0].TraceContext(ctx, ns, name)
+	}
+	return otel.Tracer("skiff/controllers").Start(parent, "reconcile "+c.Name,
+		trace.WithAttributes(attribute.String("skiff.controller", c.Name), attribute.String("skiff.key", key)))
+}
+
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
