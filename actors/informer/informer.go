@@ -58,7 +58,7 @@ type Informer struct {
 	namespace string
 
 	mu       sync.RWMutex
-	objects  map[string]runtime.Object // by storage key
+	objects  map[string]runtime.Object  // by storage key
 	traces   map[string]statelog.Header // trace context stored with each key's last write
 	rev      uint64
 	synced   bool
