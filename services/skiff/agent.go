@@ -14,17 +14,19 @@ import (
 	"github.com/skiff-sh/skiff/actors/agent"
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/internal/tracing"
 )
 
 // nodeFlags are the node agent's flags, shared by `skiff up` and `skiff agent`.
 type nodeFlags struct {
-	enabled    bool
-	required   bool // asked for explicitly: failing to start it is an error
-	name       string
-	containerd string
-	podCIDR    string
-	images     string
-	cgroup     string
+	enabled      bool
+	required     bool // asked for explicitly: failing to start it is an error
+	otlpEndpoint string
+	name         string
+	containerd   string
+	podCIDR      string
+	images       string
+	cgroup       string
 }
 
 func (n *nodeFlags) register(cmd *cobra.Command, optional bool) {
@@ -67,6 +69,11 @@ func newAgent() *cobra.Command {
 				return err
 			}
 			defer m.close()
+			shutdown, err := tracing.Setup(m.ctx, "skiff-agent", node.otlpEndpoint)
+			if err != nil {
+				return err
+			}
+			defer flushTraces(shutdown)
 			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 			a, err := node.start(m.ctx, m.log, m.nc, m.actors, dataDir, logger)
 			if err != nil {
@@ -82,6 +89,7 @@ func newAgent() *cobra.Command {
 		},
 	}
 	node.register(cmd, false)
+	cmd.Flags().StringVar(&node.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP here (standard OTEL_* variables are honoured too)")
 	cmd.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "the control plane's NATS")
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir()+"-agent", "where containerd and pod data live")
 	return cmd

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/internal/tracing"
 )
 
 func defaultDataDir() string {
@@ -39,6 +40,7 @@ func newUp() *cobra.Command {
 	}
 	f := cmd.Flags()
 	node.register(cmd, true)
+	f.StringVar(&node.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP here (standard OTEL_* variables are honoured too)")
 	f.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "where the state log (JetStream store) and the kubeconfig live")
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "apiserver address")
 	f.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS (JetStream) cluster instead of the embedded server")
@@ -54,6 +56,13 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if node != nil {
+		shutdown, err := tracing.Setup(ctx, "skiff", node.otlpEndpoint)
+		if err != nil {
+			return err
+		}
+		defer flushTraces(shutdown)
+	}
 	start := time.Now()
 	cp, err := controlplane.Start(ctx, cfg)
 	if err != nil {
@@ -87,4 +96,11 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "skiff: shutting down")
 	return nil
+}
+
+// flushTraces gives the exporter a few seconds to send what is buffered.
+func flushTraces(shutdown func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = shutdown(ctx)
 }
