@@ -29,6 +29,7 @@ func main() {
 	suites := []suite{
 		{"statelog", statelogbench.RunBench},
 		{"api", func(w io.Writer) error { return apibench.Run(w, apibench.Options{}) }},
+		{"tracing", func(w io.Writer) error { return apibench.RunTracingOverhead(w, apibench.Options{}) }},
 		{"framework", framework.RunBench},
 		{"scheduler", func(w io.Writer) error { return schedbench.Run(w, schedbench.Options{}) }},
 		{"lb", func(w io.Writer) error { return lbbench.Run(w, lbbench.Options{}) }},
