@@ -66,18 +66,7 @@ func configMap(name string) string {
 }
 
 func post(ctx context.Context, c *http.Client, base, name string) error {
-	req, _ := http.NewRequestWithContext(ctx, "POST", base+cmPath, strings.NewReader(configMap(name)))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("create %s: HTTP %d", name, resp.StatusCode)
-	}
-	return nil
+	return benchutil.Create(ctx, c, base+cmPath, name, configMap(name))
 }
 
 func creates(ctx context.Context, c *http.Client, base, tag string, workers, total int) (float64, error) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -131,16 +130,5 @@ func registerNodes(ctx context.Context, cp *controlplane.ControlPlane, n, worker
 
 func createPod(ctx context.Context, c *http.Client, base, name string) error {
 	body := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","labels":{"app":"bench"}},"spec":{"containers":[{"name":"c","image":"skiff.local/httpecho:v1","resources":{"requests":{"cpu":"100m","memory":"128Mi"}}}]}}`
-	req, _ := http.NewRequestWithContext(ctx, "POST", base+"/api/v1/namespaces/default/pods", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("create %s: HTTP %d", name, resp.StatusCode)
-	}
-	return nil
+	return benchutil.Create(ctx, c, base+"/api/v1/namespaces/default/pods", name, body)
 }
