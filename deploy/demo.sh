@@ -5,7 +5,8 @@ set -euo pipefail
 bin=${1:-bin}
 dir=$(mktemp -d)
 port=${SKIFF_DEMO_PORT:-16443}
-export SKIFF_SERVER=http://127.0.0.1:$port
+# skiff up serves HTTPS with authentication and writes the admin kubeconfig into its data dir.
+export KUBECONFIG=$dir/kubeconfig
 start() {
   "$bin/skiff" up --data-dir "$dir" --listen 127.0.0.1:$port --nats-port 0 2>"$dir/up.log" &
   pid=$!

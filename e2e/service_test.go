@@ -17,6 +17,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/deploy/images/examples"
 	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/internal/testutil/echoapp"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
@@ -68,15 +69,7 @@ func startNode(t *testing.T) *node {
 
 func (n *node) apply(t *testing.T, manifest string) {
 	t.Helper()
-	docs, err := schemas.DecodeManifests([]byte(manifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range docs {
-		if _, err := n.cp.Client.Create(context.Background(), d.Object); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createAll(t, n.cp.Client, manifest)
 }
 
 func (n *node) pods(t *testing.T, selector string) []*corev1.Pod {
@@ -138,42 +131,9 @@ func (n *node) exec(t *testing.T, p *corev1.Pod, args ...string) (string, error)
 	return out.String(), err
 }
 
-const backend = `
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: backend}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: backend}}
-  template:
-    metadata: {labels: {app: backend}}
-    spec:
-      containers:
-      - name: echo
-        image: skiff.local/httpecho:v1
-        ports: [{name: http, containerPort: 8080}]
-        readinessProbe:
-          httpGet: {path: /ready, port: 8080}
-          periodSeconds: 1
-          failureThreshold: 1
----
-apiVersion: v1
-kind: Service
-metadata: {name: backend}
-spec:
-  selector: {app: backend}
-  ports:
-  - {name: http, port: 80, targetPort: http}
-  - {name: dns, port: 53, targetPort: 8080, protocol: UDP}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: client, labels: {app: client}}
-spec:
-  containers:
-  - name: echo
-    image: skiff.local/httpecho:v1
-`
+// backend is two echo pods behind a Service (TCP and UDP) and an idle client pod.
+var backend = echoapp.Join(echoapp.App{Name: "backend",
+	ServicePorts: "- {name: dns, port: 53, targetPort: 8080, protocol: UDP}"}.Manifest(), echoapp.ClientPod("client", ""))
 
 // A pod reaches another Deployment's Service by ClusterIP, over TCP and UDP, spread over every
 // ready backend; a backend that turns not-Ready stops getting new connections within a second.

@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -47,6 +48,7 @@ var (
 	apps        = appsv1.SchemeGroupVersion
 	discovery   = discoveryv1.SchemeGroupVersion
 	coordinates = coordinationv1.SchemeGroupVersion
+	rbac        = rbacv1.SchemeGroupVersion
 )
 
 // kinds is the table every lookup reads; order is the order of Kinds() (discovery output).
@@ -82,6 +84,14 @@ var kinds = []*Kind{
 		New: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }},
 	{GVK: coordinates.WithKind("Lease"), Resource: "leases", Singular: "lease", Namespaced: true,
 		New: func() runtime.Object { return &coordinationv1.Lease{} }, NewList: func() runtime.Object { return &coordinationv1.LeaseList{} }},
+	{GVK: rbac.WithKind("Role"), Resource: "roles", Singular: "role", Namespaced: true,
+		New: func() runtime.Object { return &rbacv1.Role{} }, NewList: func() runtime.Object { return &rbacv1.RoleList{} }},
+	{GVK: rbac.WithKind("ClusterRole"), Resource: "clusterroles", Singular: "clusterrole",
+		New: func() runtime.Object { return &rbacv1.ClusterRole{} }, NewList: func() runtime.Object { return &rbacv1.ClusterRoleList{} }},
+	{GVK: rbac.WithKind("RoleBinding"), Resource: "rolebindings", Singular: "rolebinding", Namespaced: true,
+		New: func() runtime.Object { return &rbacv1.RoleBinding{} }, NewList: func() runtime.Object { return &rbacv1.RoleBindingList{} }},
+	{GVK: rbac.WithKind("ClusterRoleBinding"), Resource: "clusterrolebindings", Singular: "clusterrolebinding",
+		New: func() runtime.Object { return &rbacv1.ClusterRoleBinding{} }, NewList: func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} }},
 }
 
 func init() {

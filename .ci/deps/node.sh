@@ -12,6 +12,9 @@ CNI_BIN_DIR=/opt/cni/bin
 need=()
 command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+# The CNI bridge's masquerade and the agent's pod-CIDR rules; nsenter runs netns e2e nodes.
+command -v iptables >/dev/null 2>&1 || need+=(iptables)
+command -v nsenter >/dev/null 2>&1 || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"golang.org/x/sys/unix"
@@ -30,13 +31,19 @@ type Config struct {
 	NATS             *nats.Conn // the node API (logs, exec) is served here
 	Actors           *actorkit.System
 	NodeName         string
-	DataDir          string // containerd root, pod dirs, logs
-	ContainerdSocket string // "" starts a containerd under DataDir
-	PodCIDR          string // default 10.88.0.0/16
-	Bridge           string // node bridge for pod veths; default skiff0
-	ImagesDir        string // every *.tar here is imported at start (airgap images, as k3s does)
-	CgroupRoot       string // cgroup2 mount whose processes reach Services; "" mounts one under DataDir
-	Logger           *slog.Logger
+	DataDir          string        // containerd root, pod dirs, logs
+	ContainerdSocket string        // "" starts a containerd under DataDir
+	PodCIDR          string        // default 10.88.0.0/16
+	Bridge           string        // node bridge for pod veths; default skiff0
+	ImagesDir        string        // every *.tar here is imported at start (airgap images, as k3s does)
+	CgroupRoot       string        // cgroup2 mount whose processes reach Services; "" mounts one under DataDir
+	NodeIP           string        // InternalIP; "" = the first non-loopback IPv4
+	Namespace        string        // containerd namespace the node's pods live in (and their cgroup parent); default "skiff"
+	RenewInterval    time.Duration // node lease renewal; 0 = the kubelet's default (10 s)
+	// RoutePodCIDRs programs a route to every other Ready node's pod CIDR via its InternalIP
+	// (nodes on one L2 segment; see routes.go).
+	RoutePodCIDRs bool
+	Logger        *slog.Logger
 }
 
 // Agent is a running node.
@@ -72,7 +79,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.PodCIDR == "" {
 		cfg.PodCIDR = "10.88.0.0/16"
 	}
-	rt, err := kruntime.New(ctx, kruntime.Options{Socket: cfg.ContainerdSocket, Root: filepath.Join(cfg.DataDir, "node"), PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge})
+	rt, err := kruntime.New(ctx, kruntime.Options{Socket: cfg.ContainerdSocket, Root: filepath.Join(cfg.DataDir, "node"), PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge, Namespace: cfg.Namespace})
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
@@ -89,12 +96,30 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 			return nil, err
 		}
 	}
-	pid, err := cfg.Actors.Spawn("kubelet", kubelet.New(kubelet.Config{Log: cfg.Log, Client: cfg.Client, NodeName: cfg.NodeName, Runtime: rt, PodCIDR: cfg.PodCIDR, Logger: cfg.Logger}))
+	pid, err := cfg.Actors.Spawn("kubelet", kubelet.New(kubelet.Config{Log: cfg.Log, Client: cfg.Client, NodeName: cfg.NodeName, Runtime: rt, PodCIDR: cfg.PodCIDR,
+		NodeIP: cfg.NodeIP, RenewInterval: cfg.RenewInterval, Logger: cfg.Logger}))
 	if err != nil {
 		a.Stop()
 		return nil, err
 	}
 	a.pids = append(a.pids, pid)
+	if cfg.RoutePodCIDRs {
+		// isGateway in the CNI bridge turns forwarding on when the first pod starts; a node
+		// that only forwards for others needs it too.
+		if err := enableForwarding(); err != nil {
+			a.Stop()
+			return nil, fmt.Errorf("enable ip_forward: %w", err)
+		}
+		routes, err := newPodRoutes(cfg.Log, cfg.NodeName, cfg.PodCIDR, routeEnv{}, cfg.Logger)
+		if err == nil {
+			pid, err = cfg.Actors.Spawn("routes", routes)
+		}
+		if err != nil {
+			a.Stop()
+			return nil, err
+		}
+		a.pids = append(a.pids, pid)
+	}
 	a.Proxy = proxy.New(proxy.Config{Log: cfg.Log, NodeName: cfg.NodeName, Cgroups: []string{cgroup}, Logger: cfg.Logger})
 	if pid, err = cfg.Actors.Spawn("proxy", a.Proxy.Producer()); err != nil {
 		a.Stop()
@@ -165,4 +190,14 @@ func (a *Agent) stopActors() {
 		a.actors.Stop(a.pids[i])
 	}
 	a.pids = nil
+}
+
+// enableForwarding turns IPv4 forwarding on unless it already is: a container's /proc/sys can be
+// read-only with forwarding set up front (Docker's sysctls), as in deploy/compose.yaml.
+func enableForwarding() error {
+	const f = "/proc/sys/net/ipv4/ip_forward"
+	if b, err := os.ReadFile(f); err == nil && strings.TrimSpace(string(b)) == "1" {
+		return nil
+	}
+	return os.WriteFile(f, []byte("1"), 0o644)
 }

@@ -32,7 +32,12 @@ type Transport interface {
 }
 
 // NATS sends requests to the apiserver actor over NATS request/reply.
-type NATS struct{ Conn *nats.Conn }
+type NATS struct {
+	Conn *nats.Conn
+	// Subject names the caller (identity.ID.APISubject, e.g. skiff.api.node_<name>); on secured
+	// NATS only that identity may publish there. "" = apiserver.Subject, the in-process caller.
+	Subject string
+}
 
 func (t NATS) Do(ctx context.Context, req apiserver.WireRequest) (apiserver.WireResponse, error) {
 	carrier := propagation.MapCarrier{}
@@ -49,7 +54,11 @@ func (t NATS) Do(ctx context.Context, req apiserver.WireRequest) (apiserver.Wire
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	out, _, err := rpc.Call(ctx, t.Conn, apiserver.Subject, data, nil)
+	subject := t.Subject
+	if subject == "" {
+		subject = apiserver.Subject
+	}
+	out, _, err := rpc.Call(ctx, t.Conn, subject, data, nil)
 	if err != nil {
 		return apiserver.WireResponse{}, err
 	}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,11 +16,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/apiserver/authn"
+	"github.com/skiff-sh/skiff/bus/identity"
 	"github.com/skiff-sh/skiff/bus/rpc"
 )
 
-// Subject is where the apiserver answers API requests from other actors over NATS.
-const Subject = "skiff.api"
+// Subject is where the apiserver answers API requests from other actors over NATS: callers
+// append their identity (identity.ID.APISubject), which becomes the request's authn.User.
+const Subject = identity.APIPrefix
 
 // WireRequest is one API call carried over NATS: the same method, path and body as over HTTP,
 // so one handler serves both.
@@ -42,6 +46,7 @@ type WireResponse struct {
 type ActorConfig struct {
 	Server   *Server
 	Listener net.Listener // HTTP; nil = no HTTP endpoint. A restarted actor re-listens on its address.
+	TLS      *tls.Config  // serve HTTPS on Listener with this; nil = plain HTTP
 	NATS     *nats.Conn   // request/reply endpoint; nil = none
 	Logger   *slog.Logger
 
@@ -53,7 +58,7 @@ type ActorConfig struct {
 type apiActor struct {
 	cfg  *ActorConfig
 	http *http.Server
-	sub  *nats.Subscription
+	subs []*nats.Subscription
 }
 
 // NewActor returns the producer of the apiserver actor.
@@ -85,6 +90,9 @@ func (a *apiActor) start() error {
 		if err != nil {
 			return err
 		}
+		if a.cfg.TLS != nil {
+			ln = tls.NewListener(ln, a.cfg.TLS)
+		}
 		a.http = &http.Server{Handler: a.cfg.Server.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		srv := a.http
 		go func() {
@@ -94,11 +102,13 @@ func (a *apiActor) start() error {
 		}()
 	}
 	if a.cfg.NATS != nil {
-		sub, err := rpc.Serve(a.cfg.NATS, Subject, "apiserver", a.serveWire)
-		if err != nil {
-			return fmt.Errorf("apiserver: serve %s: %w", Subject, err)
+		for _, subj := range []string{Subject, Subject + ".>"} {
+			sub, err := rpc.Serve(a.cfg.NATS, subj, "apiserver", a.serveWire)
+			if err != nil {
+				return fmt.Errorf("apiserver: serve %s: %w", subj, err)
+			}
+			a.subs = append(a.subs, sub)
 		}
-		a.sub = sub
 	}
 	return nil
 }
@@ -110,15 +120,22 @@ func (a *apiActor) stop() {
 		cancel()
 		a.http = nil
 	}
-	if a.sub != nil {
-		// Drain answers what was already delivered, so no caller waits out its deadline.
-		_ = a.sub.Drain()
-		a.sub = nil
+	// Drain answers what was already delivered, so no caller waits out its deadline.
+	for _, sub := range a.subs {
+		_ = sub.Drain()
 	}
+	a.subs = nil
 }
 
-// serveWire runs a NATS-borne request through the HTTP handler.
-func (a *apiActor) serveWire(ctx context.Context, _ string, data []byte, _ nats.Header) ([]byte, nats.Header, error) {
+// serveWire runs a NATS-borne request through the HTTP handler as the subject's identity.
+func (a *apiActor) serveWire(ctx context.Context, subject string, data []byte, _ nats.Header) ([]byte, nats.Header, error) {
+	id, err := identity.FromAPISubject(subject)
+	if err != nil {
+		return nil, nil, &rpc.Error{Code: "Unauthorized", Message: err.Error()}
+	}
+	if id.Role != identity.APIServer {
+		ctx = authn.WithUser(ctx, wireUser(id))
+	} // else the bare subject: the in-process caller the authentication chain trusts
 	var req WireRequest
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, nil, fmt.Errorf("apiserver: bad wire request: %w", err)
@@ -128,6 +145,7 @@ func (a *apiActor) serveWire(ctx context.Context, _ string, data []byte, _ nats.
 
 // ServeWire answers one WireRequest (watch is not served this way: actors watch the log).
 func (s *Server) ServeWire(ctx context.Context, req WireRequest) []byte {
+	ctx = s.wireContext(ctx)
 	r := httptest.NewRequestWithContext(ctx, req.Method, req.Path, bytes.NewReader(req.Body))
 	if req.ContentType != "" {
 		r.Header.Set("Content-Type", req.ContentType)

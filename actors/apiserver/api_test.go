@@ -18,11 +18,19 @@ import (
 
 // api is a tiny raw HTTP client: these tests look at exact status codes and bodies.
 type api struct {
-	t    *testing.T
-	base string
+	t     *testing.T
+	base  string
+	c     *http.Client // nil = http.DefaultClient
+	token string       // bearer token; "" = none
 }
 
 func (a api) do(method, path, contentType, body string) (int, map[string]any) {
+	a.t.Helper()
+	code, out, _ := a.send(method, path, contentType, body)
+	return code, out
+}
+
+func (a api) send(method, path, contentType, body string) (int, map[string]any, http.Header) {
 	a.t.Helper()
 	req, err := http.NewRequest(method, a.base+path, strings.NewReader(body))
 	if err != nil {
@@ -31,7 +39,14 @@ func (a api) do(method, path, contentType, body string) (int, map[string]any) {
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	c := a.c
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -39,7 +54,7 @@ func (a api) do(method, path, contentType, body string) (int, map[string]any) {
 	data, _ := io.ReadAll(resp.Body)
 	var out map[string]any
 	_ = json.Unmarshal(data, &out)
-	return resp.StatusCode, out
+	return resp.StatusCode, out, resp.Header
 }
 
 func (a api) mustDo(want int, method, path, contentType, body string) map[string]any {

@@ -156,11 +156,14 @@ func (s *Server) finishCreate(ctx context.Context, k *schemas.Kind, obj runtime.
 	m := mustMeta(obj)
 	schemas.Default(obj)
 	attrs := &Attributes{Verb: "create", Kind: k, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj}
-	if err := s.admit(ctx, attrs); err != nil {
+	if err := s.mutate(ctx, attrs); err != nil {
 		return nil, err
 	}
 	if errs := schemas.Validate(obj); len(errs) > 0 {
 		return nil, invalid(k, m.GetName(), errs)
+	}
+	if err := s.validate(ctx, attrs); err != nil {
+		return nil, err
 	}
 	release, err := s.allocateFor(ctx, k, obj, wo.dryRun)
 	if err != nil {
@@ -182,6 +185,7 @@ func (s *Server) finishCreate(ctx context.Context, k *schemas.Kind, obj runtime.
 		}
 		return nil, apierrors.NewInternalError(err)
 	}
+	nameSpan(ctx, m.GetName())
 	m.SetResourceVersion(formatRev(rev))
 	return obj, nil
 }
@@ -199,16 +203,35 @@ func (s *Server) resetStatus(k *schemas.Kind, obj runtime.Object) (runtime.Objec
 	return fromMap(k, m)
 }
 
+// admit runs the whole admission chain for writes that have no schema validation of their own
+// (delete, binding); create and update run mutate, then schema validation, then validate.
 func (s *Server) admit(ctx context.Context, a *Attributes) error {
+	if err := s.mutate(ctx, a); err != nil {
+		return err
+	}
+	return s.validate(ctx, a)
+}
+
+// mutate runs the mutating admission steps (after defaulting).
+func (s *Server) mutate(ctx context.Context, a *Attributes) error {
 	for _, f := range s.opts.Mutating {
 		if err := f(ctx, a); err != nil {
 			return asForbidden(a, err)
 		}
 	}
+	return nil
+}
+
+// validate runs the validating admission steps (after schema validation), NodeRestriction last.
+func (s *Server) validate(ctx context.Context, a *Attributes) error {
 	for _, f := range s.opts.Validating {
 		if err := f(ctx, a); err != nil {
 			return asForbidden(a, err)
 		}
+	}
+	// Built in: a node identity exists only where a transport authenticated one.
+	if err := NodeRestriction(ctx, a); err != nil {
+		return asForbidden(a, err)
 	}
 	return nil
 }
@@ -354,11 +377,14 @@ func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub s
 		nm.SetGeneration(cm.GetGeneration() + 1)
 	}
 	attrs := &Attributes{Verb: verb, Kind: k, Namespace: cm.GetNamespace(), Name: cm.GetName(), Subresource: sub, Object: next, OldObject: cur}
-	if err := s.admit(ctx, attrs); err != nil {
+	if err := s.mutate(ctx, attrs); err != nil {
 		return nil, err
 	}
 	if errs := schemas.ValidateUpdate(next, cur); len(errs) > 0 {
 		return nil, invalid(k, cm.GetName(), errs)
+	}
+	if err := s.validate(ctx, attrs); err != nil {
+		return nil, err
 	}
 	return next, nil
 }

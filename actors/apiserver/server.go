@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/internal/metrics"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
@@ -48,6 +49,12 @@ type Options struct {
 	Validating   []AdmissionFunc
 	Now          func() time.Time
 	NodeConn     *nats.Conn // reaches the node agents for pods/log and pods/exec; nil = not served
+	// Auth turns on authentication and RBAC (security.go); nil = everyone is system:masters.
+	Auth *Auth
+	// ClientQPS and ClientBurst rate-limit each authenticated user (system:masters exempt);
+	// 0 = no limit.
+	ClientQPS   float64
+	ClientBurst int
 }
 
 // Server is the API server's request handling; the actor in actor.go owns its lifecycle.
@@ -92,7 +99,12 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("/openapi/v3/", s.serveOpenAPIGroupVersion)
 	s.mux.HandleFunc("/api/", s.serveResource)
 	s.mux.HandleFunc("/apis/", s.serveResource)
-	s.handler = traced(s.mux)
+	s.mux.Handle("/metrics", metrics.Handler())
+	if o.Auth != nil && o.Auth.Authenticator == nil {
+		return nil, errors.New("apiserver: Options.Auth.Authenticator is required")
+	}
+	// The chain's order and why: see security.go.
+	s.handler = s.authenticate(instrumented(traced(s.rateLimited(s.authorized(s.mux)))))
 	return s, nil
 }
 

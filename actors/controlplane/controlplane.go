@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 
@@ -22,6 +24,8 @@ import (
 	"github.com/skiff-sh/skiff/actors/apiserver"
 	"github.com/skiff-sh/skiff/actors/controllers"
 	"github.com/skiff-sh/skiff/actors/scheduler"
+	"github.com/skiff-sh/skiff/bus/identity"
+	"github.com/skiff-sh/skiff/bus/lease"
 	"github.com/skiff-sh/skiff/bus/natsserver"
 	"github.com/skiff-sh/skiff/bus/statelog"
 )
@@ -39,23 +43,28 @@ type Config struct {
 	CompactKeep  time.Duration
 	Logger       *slog.Logger
 	// Components to run in this process; nil = all of them. Names: "apiserver", "scheduler",
-	// and the controllers (controllers.All: "deployment", "replicaset", ...).
+	// "controller-manager" (every controller) and single controllers (controllers.All:
+	// "deployment", "replicaset", ...). Without "apiserver" no API is served here (Listen is
+	// ignored): the components reach an apiserver replica over NATS.
 	Components []string
+	// LeaderElect runs the scheduler and the controllers only while this process holds their
+	// lease (SchedulerLease, ControllerManagerLease) in JetStream, so replicas can stand by;
+	// log compaction likewise (CompactorLease). Off, they simply run.
+	LeaderElect bool
+	// LeaseDuration: a standby takes over at most this long after a leader died (default 15s).
+	LeaseDuration time.Duration
+	// Identity of this process in lease records; default hostname plus a random suffix.
+	Identity string
 	// Controllers tunes the controllers (node grace period, eviction timeout, workers).
 	Controllers controllers.Options
-}
-
-// Runs reports whether the named component runs in this process.
-func (c Config) Runs(name string) bool {
-	if c.Components == nil {
-		return true
-	}
-	for _, n := range c.Components {
-		if n == name {
-			return true
-		}
-	}
-	return false
+	// APIAuth: HTTPS, authentication and RBAC on the apiserver (apiauth.go); off = plain HTTP
+	// where every caller is system:masters (embedded and test mode).
+	APIAuth APIAuth
+	// NATSAuthDir secures the embedded server with operator/account keys kept here (created on
+	// first start): each component connects as its own user (secure.go). "" = no auth.
+	NATSAuthDir string
+	// NATSCreds is this process's credentials file for the external NATSURL.
+	NATSCreds string
 }
 
 // ControlPlane is a running Skiff control plane.
@@ -64,88 +73,208 @@ type ControlPlane struct {
 	NATS     *natsserver.Server // nil when NATSURL was given
 	Conn     *nats.Conn
 	Log      *statelog.Log
-	API      *apiserver.Server
+	API      *apiserver.Server // nil when this process runs no apiserver
 	Actors   *actorkit.System
 	Client   *apiclient.Client // in-cluster client over NATS
-	pids     []*actorkit.PID   // spawned actors, stopped in reverse order
 	listener net.Listener
-	cancel   context.CancelFunc
+	identity string
+	natsSec  *natsSecurity  // per-component NATS users; nil with an external NATS
+	elector  *lease.Elector // nil without leader election
+	apiAuth  *apiAuthState  // nil without Config.APIAuth
+
+	mu      sync.Mutex
+	pids    []*actorkit.PID // running actors, stopped in reverse order
+	leading map[string]bool // lease names held (or parts running without election)
+
+	bg      context.Context // ends on Stop; background parts run until then
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stopped atomic.Bool
 }
 
-// Start brings a control plane up and returns once the API answers.
+// Start brings a control plane up and returns once the API answers (when this process runs
+// the apiserver; other components keep retrying until a replica does).
 func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	// W3C trace context travels in NATS requests and is stored with every write.
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	cp = &ControlPlane{cfg: cfg}
+	if err := cfg.validateComponents(); err != nil {
+		return nil, err
+	}
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = DefaultLeaseDuration
+	}
+	if cfg.Identity == "" {
+		cfg.Identity = defaultIdentity()
+	}
+	cp = &ControlPlane{cfg: cfg, identity: cfg.Identity, leading: map[string]bool{}}
+	cp.bg, cp.cancel = context.WithCancel(context.Background())
+	started := cp // the named result is nil on an error return
 	defer func() {
 		if err != nil {
-			cp.Stop()
+			started.Stop()
 		}
 	}()
-	if cfg.NATSURL == "" {
-		nc := natsserver.Config{Port: cfg.NATSPort, ServerName: "skiff"}
-		if cfg.DataDir != "" {
-			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-				return nil, err
-			}
-			nc.DataDir = filepath.Join(cfg.DataDir, "nats")
-		}
-		if cp.NATS, err = natsserver.Start(nc); err != nil {
-			return nil, fmt.Errorf("embedded NATS: %w", err)
-		}
-		if cp.Conn, err = cp.NATS.Connect(nats.Name("skiff-control-plane")); err != nil {
-			return nil, err
-		}
-	} else if cp.Conn, err = nats.Connect(cfg.NATSURL, nats.Name("skiff-control-plane"), nats.MaxReconnects(-1)); err != nil {
-		return nil, fmt.Errorf("connect %s: %w", cfg.NATSURL, err)
-	}
-	logCfg := statelog.Config{Replicas: cfg.Replicas, Memory: cfg.DataDir == "" && cfg.NATSURL == "", BookmarkInterval: cfg.Bookmarks}
-	if cp.Log, err = statelog.Open(ctx, cp.Conn, logCfg); err != nil {
-		return nil, fmt.Errorf("state log: %w", err)
-	}
-	if cp.API, err = apiserver.New(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn}); err != nil {
-		return nil, err
-	}
-	if err := cp.API.EnsureDefaultNamespaces(ctx); err != nil {
-		return nil, fmt.Errorf("default namespaces: %w", err)
-	}
-	if cfg.Listen != "" {
-		if cp.listener, err = net.Listen("tcp", cfg.Listen); err != nil {
-			return nil, fmt.Errorf("apiserver listen: %w", err)
-		}
-	}
-	cp.Actors = actorkit.NewSystem()
-	if err := cp.spawn("apiserver", apiserver.NewActor(apiserver.ActorConfig{
-		Server: cp.API, Listener: cp.listener, NATS: cp.Conn, Logger: cfg.Logger,
-	})); err != nil {
-		return nil, err
-	}
-	cp.Client = &apiclient.Client{T: apiclient.NATS{Conn: cp.Conn}}
-	if cfg.Runs("scheduler") {
-		if err := cp.spawn("scheduler", scheduler.NewActor(scheduler.Config{Log: cp.Log, Client: cp.Client})); err != nil {
-			return nil, err
-		}
-	}
-	var ctrls []string
-	for _, name := range controllers.All {
-		if cfg.Runs(name) {
-			ctrls = append(ctrls, name)
-		}
-	}
-	pids, err := controllers.Start(cp.Actors, controllers.Deps{Log: cp.Log, Client: cp.Client, Logger: cfg.Logger}, ctrls, cfg.Controllers)
-	cp.pids = append(cp.pids, pids...)
+	natsID, err := cp.connect()
 	if err != nil {
 		return nil, err
 	}
-	bg, cancel := context.WithCancel(context.Background())
-	cp.cancel = cancel
-	if cfg.CompactEvery > 0 {
-		go cp.compactLoop(bg)
+	memory := cfg.DataDir == "" && cfg.NATSURL == ""
+	// Only the apiserver may create (and write) the stream on secured NATS.
+	logCfg := statelog.Config{Replicas: cfg.Replicas, Memory: memory, BookmarkInterval: cfg.Bookmarks,
+		ReadOnly: natsID.Role != identity.APIServer}
+	if cp.Log, err = openLog(ctx, cp.Conn, logCfg); err != nil {
+		return nil, fmt.Errorf("state log: %w", err)
+	}
+	if cfg.LeaderElect {
+		if cp.elector, err = lease.New(ctx, cp.Conn, lease.Config{Replicas: cfg.Replicas, Memory: memory}); err != nil {
+			return nil, err
+		}
+	}
+	cp.Actors = actorkit.NewSystem()
+	cp.Client = &apiclient.Client{T: apiclient.NATS{Conn: cp.Conn, Subject: natsID.APISubject()}}
+	if cfg.Runs(APIServer) {
+		if err := cp.startAPIServer(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Runs(Scheduler) {
+		// A new producer per term: a new leader starts from the log, not from a past term's cache.
+		if err := cp.run(elected{leaseName: SchedulerLease, spawn: func() ([]*actorkit.PID, error) {
+			client, err := cp.clientFor(identity.Scheduler)
+			if err != nil {
+				return nil, err
+			}
+			pid, err := cp.Actors.Spawn(Scheduler, scheduler.NewActor(scheduler.Config{Log: cp.Log, Client: client}))
+			if err != nil {
+				return nil, err
+			}
+			return []*actorkit.PID{pid}, nil
+		}}); err != nil {
+			return nil, err
+		}
+	}
+	if ctrls := cfg.controllerNames(); len(ctrls) > 0 {
+		if err := cp.run(elected{leaseName: ControllerManagerLease, spawn: func() ([]*actorkit.PID, error) {
+			client, err := cp.clientFor(identity.ControllerManager)
+			if err != nil {
+				return nil, err
+			}
+			return controllers.Start(cp.Actors, controllers.Deps{Log: cp.Log, Client: client, Logger: cfg.Logger}, ctrls, cfg.Controllers)
+		}}); err != nil {
+			return nil, err
+		}
+	}
+	if !cfg.Runs(APIServer) {
+		return cp, nil // nothing here answers the API; the components retry until a replica does
 	}
 	return cp, cp.waitReady(ctx)
+}
+
+// startAPIServer serves the API over NATS (a queue group shared by every replica) and HTTP.
+func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
+	cfg := cp.cfg
+	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn})
+	if err != nil {
+		return err
+	}
+	if cp.API, err = apiserver.New(opts); err != nil {
+		return err
+	}
+	// Replicas starting together race on these creates; the loser sees AlreadyExists.
+	if err := cp.API.EnsureDefaultNamespaces(ctx); err != nil {
+		return fmt.Errorf("default namespaces: %w", err)
+	}
+	if err := cp.startRBAC(ctx); err != nil {
+		return err
+	}
+	if cfg.Listen != "" {
+		if cp.listener, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return fmt.Errorf("apiserver listen: %w", err)
+		}
+	}
+	if err := cp.spawn(APIServer, apiserver.NewActor(apiserver.ActorConfig{
+		Server: cp.API, Listener: cp.listener, TLS: cp.serverTLS(), NATS: cp.Conn, Logger: cfg.Logger,
+	})); err != nil {
+		return err
+	}
+	if cfg.CompactEvery > 0 {
+		return cp.run(elected{leaseName: CompactorLease, loop: cp.compactLoop})
+	}
+	return nil
+}
+
+// dialNATS connects, waiting up to 30s for a server to come up: replicas may start before
+// their NATS servers (a compose stack). (nats.RetryOnFailedConnect instead left a connection
+// whose requests went unanswered after a later failover.)
+func dialNATS(url string, opts []nats.Option) (*nats.Conn, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		nc, err := nats.Connect(url, opts...)
+		if !errors.Is(err, nats.ErrNoServers) || time.Now().After(deadline) {
+			return nc, err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// openLog opens the state log, waiting out a NATS cluster that is still electing its
+// JetStream leaders (a compose stack starts everything at once).
+func openLog(ctx context.Context, nc *nats.Conn, cfg statelog.Config) (*statelog.Log, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		err := jetStreamAnswers(ctx, nc, cfg.Stream)
+		var l *statelog.Log
+		if err == nil {
+			l, err = statelog.Open(ctx, nc, cfg)
+		}
+		// A reader also waits for the apiserver to create the stream.
+		waiting := transient(err) || cfg.ReadOnly && errors.Is(err, jetstream.ErrStreamNotFound)
+		if err == nil || !waiting || ctx.Err() != nil {
+			return l, notConnected(nc, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, notConnected(nc, errors.Join(err, ctx.Err()))
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// jetStreamAnswers probes with a short deadline: a request sent before the servers are up, or
+// before they agree on a meta leader, can go unanswered, and Open would wait out its whole
+// deadline on it.
+func jetStreamAnswers(ctx context.Context, nc *nats.Conn, stream string) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if stream == "" {
+		stream = "STATE" // statelog's default
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err = js.Stream(ctx, stream); errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil // JetStream answered: Open creates it
+	}
+	return err
+}
+
+// notConnected names the servers when the real cause is that none of them answers.
+func notConnected(nc *nats.Conn, err error) error {
+	if err == nil || nc.IsConnected() {
+		return err
+	}
+	return fmt.Errorf("no NATS server reachable at %v: %w", nc.Servers(), err)
+}
+
+func transient(err error) bool {
+	var ae *jetstream.APIError
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.As(err, &ae) && ae.Code == 503
 }
 
 func (cp *ControlPlane) spawn(name string, producer func() actorkit.Actor) error {
@@ -153,12 +282,14 @@ func (cp *ControlPlane) spawn(name string, producer func() actorkit.Actor) error
 	if err != nil {
 		return err
 	}
-	cp.pids = append(cp.pids, pid)
+	cp.track([]*actorkit.PID{pid})
 	return nil
 }
 
 // Actor returns the PID of a spawned actor by name ("apiserver", "scheduler", ...).
 func (cp *ControlPlane) Actor(name string) *actorkit.PID {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
 	for _, pid := range cp.pids {
 		if pid.Id == name {
 			return pid
@@ -171,6 +302,9 @@ func (cp *ControlPlane) Actor(name string) *actorkit.PID {
 func (cp *ControlPlane) URL() string {
 	if cp.listener == nil {
 		return ""
+	}
+	if cp.apiAuth != nil {
+		return "https://" + cp.listener.Addr().String()
 	}
 	return "http://" + cp.listener.Addr().String()
 }
@@ -217,15 +351,21 @@ func (cp *ControlPlane) compactLoop(ctx context.Context) {
 	}
 }
 
-// Stop shuts everything down in reverse order.
+// Stop shuts everything down in reverse order. Leaders step down and release their leases
+// first, so a standby takes over at once. Stopping twice is a no-op.
 func (cp *ControlPlane) Stop() {
+	if cp.stopped.Swap(true) {
+		return
+	}
 	if cp.cancel != nil {
 		cp.cancel()
 	}
+	cp.wg.Wait()
 	if cp.Actors != nil {
-		for i := len(cp.pids) - 1; i >= 0; i-- {
-			cp.Actors.Stop(cp.pids[i])
-		}
+		cp.mu.Lock()
+		pids := cp.pids
+		cp.mu.Unlock()
+		cp.untrack(pids)
 		cp.Actors.Shutdown()
 	}
 	if cp.listener != nil {
@@ -234,6 +374,7 @@ func (cp *ControlPlane) Stop() {
 	if cp.Log != nil {
 		_ = cp.Log.Close()
 	}
+	cp.natsSec.close()
 	if cp.Conn != nil {
 		cp.Conn.Close()
 	}

@@ -8,17 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/internal/tracing/tracingtest"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
@@ -27,35 +21,16 @@ import (
 // the scheduler's cycles and binds all share the trace id, linked parent to child through the
 // trace context stored with each write in the log.
 func TestDeploymentCreateIsOneTrace(t *testing.T) {
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	exp, tp := tracingtest.InMemory(t)
 
 	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) {
 		c.Components = []string{"apiserver", "scheduler", "deployment", "replicaset"}
 	})
 	ctx := context.Background()
-	alloc := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	n, err := cp.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := n.(*corev1.Node)
-	node.Status = corev1.NodeStatus{Capacity: alloc, Allocatable: alloc, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
-	if _, err := cp.Client.UpdateStatus(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	readyNode(t, cp.Client, "n1")
 
 	root, span := tp.Tracer("test").Start(ctx, "skiff apply")
-	labels := map[string]string{"app": "traced"}
-	_, err = cp.Client.Create(root, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "traced", Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(2)), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}}}},
-	})
+	_, err := cp.Client.Create(root, deployment("traced", 2))
 	span.End()
 	if err != nil {
 		t.Fatal(err)

@@ -122,6 +122,7 @@ func (i *Informer) watchOnce(ctx context.Context) error {
 	}
 	w, err := i.log.Watch(ctx, schemas.StoragePrefix(i.kind, i.namespace), opts)
 	if errors.Is(err, statelog.ErrExpired) {
+		relists.WithLabelValues(i.kind.Resource).Inc()
 		i.mu.Lock()
 		i.rev = 0 // the next round takes a fresh snapshot
 		i.mu.Unlock()
@@ -211,6 +212,7 @@ func (i *Informer) apply(ev statelog.Event) {
 	i.rev = max(i.rev, ev.Rev)
 	handlers := i.handlers
 	i.mu.Unlock()
+	i.countEvent(ev)
 	for _, h := range handlers {
 		switch {
 		case ev.Type == statelog.EventDelete:

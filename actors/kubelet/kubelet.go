@@ -27,6 +27,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/informer"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/internal/tracing"
 )
 
 // Version is reported as the node's kubelet version.
@@ -95,8 +96,11 @@ type kubelet struct {
 	backoff  *backoff
 	probes   *probeManager
 
-	mu   sync.Mutex
-	keys map[types.UID]string // pod UID -> key, for runtime events
+	links tracing.Links // causes of each pod's next sync, linked from its span
+
+	mu      sync.Mutex
+	keys    map[types.UID]string // pod UID -> key, for runtime events
+	started map[types.UID]bool   // pods whose startup was observed (podStartup)
 }
 
 // New returns the producer of a node agent actor. Spawn it once per node; state that must
@@ -111,6 +115,7 @@ func New(cfg Config) func() actorkit.Actor {
 		recorder: events.New(cfg.Client, "kubelet", cfg.NodeName),
 		backoff:  newBackoff(cfg.BackoffBase, cfg.BackoffMax, cfg.BackoffReset),
 		keys:     map[types.UID]string{},
+		started:  map[types.UID]bool{},
 	}
 	k.probes = newProbeManager(k)
 	k.pods.AddHandler(informer.Funcs{
@@ -124,7 +129,7 @@ func New(cfg Config) func() actorkit.Actor {
 		Workers:   cfg.Workers,
 		Informers: []*informer.Informer{k.pods, k.nodes},
 		Queue:     k.queue,
-		Reconcile: k.syncPod,
+		Reconcile: k.tracedSync,
 		Resync:    k.enqueueAll,
 		Loops:     []func(context.Context){k.heartbeat, k.housekeeping, k.watchRuntime},
 		Logger:    cfg.Logger,
@@ -140,6 +145,7 @@ func (k *kubelet) observe(p *corev1.Pod) {
 	k.mu.Lock()
 	k.keys[p.UID] = key
 	k.mu.Unlock()
+	k.noteWrite(p)
 	k.queue.Add(key)
 }
 
@@ -152,6 +158,7 @@ func (k *kubelet) keyFor(uid types.UID) string {
 func (k *kubelet) forgetUID(uid types.UID) {
 	k.mu.Lock()
 	delete(k.keys, uid)
+	delete(k.started, uid)
 	k.mu.Unlock()
 	k.backoff.forget(uid)
 	k.probes.retain(uid, nil)
@@ -169,12 +176,19 @@ func (k *kubelet) enqueueAll() {
 	}
 }
 
-// watchRuntime turns container exits and OOMs into pod syncs.
+// watchRuntime turns container exits and OOMs into pod syncs, and an OOM into an event.
 func (k *kubelet) watchRuntime(ctx context.Context) {
 	for ev := range k.rt.Events(ctx) {
-		if key := k.keyFor(types.UID(ev.PodUID)); key != "" {
-			k.queue.Add(key)
+		key := k.keyFor(types.UID(ev.PodUID))
+		if key == "" {
+			continue
 		}
+		if ev.Type == kruntime.EventOOM {
+			if o, ok := k.pods.Get(controllerkit.SplitKey(key)); ok {
+				k.recorder.Eventf(ctx, o, corev1.EventTypeWarning, "OOMKilling", "Container %s (attempt %d) was killed: out of memory", ev.Name, ev.Attempt)
+			}
+		}
+		k.queue.Add(key)
 	}
 }
 
@@ -186,7 +200,7 @@ func (k *kubelet) housekeeping(ctx context.Context) {
 	defer t.Stop()
 	for {
 		k.removeOrphans(ctx)
-		k.enqueueAll()
+		k.queue.Resync(k.enqueueAll)
 		select {
 		case <-ctx.Done():
 			return

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -50,22 +51,30 @@ func TestNodeRegistersAndRenewsLease(t *testing.T) {
 		n.Status.NodeInfo.KubeletVersion != kubelet.Version || len(n.Status.Addresses) != 2 || n.Status.Addresses[0].Address == "" {
 		t.Errorf("node %+v / %+v", n.Spec, n.Status)
 	}
-	lease := func() *coordv1.Lease {
+	getLease := func() (*coordv1.Lease, error) {
 		o, err := h.cp.Client.Get(context.Background(), controllerkit.MustKind("coordination.k8s.io", "leases"), kubelet.LeaseNamespace, nodeName)
+		if err != nil {
+			return nil, err
+		}
+		return o.(*coordv1.Lease), nil
+	}
+	lease := func() *coordv1.Lease {
+		l, err := getLease()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return o.(*coordv1.Lease)
+		return l
 	}
 	var first *coordv1.Lease
 	wait(t, 10*time.Second, func() (err error) {
-		defer func() { _ = recover() }()
-		first = lease()
-		return nil
+		first, err = getLease()
+		return err
 	})
 	if *first.Spec.HolderIdentity != nodeName || *first.Spec.LeaseDurationSeconds != 40 {
 		t.Fatalf("lease %+v", first.Spec)
 	}
+	h.expectEvent("NodeReady")
+	h.expectEvent("Starting")
 	wait(t, 10*time.Second, func() error {
 		if !lease().Spec.RenewTime.After(first.Spec.RenewTime.Time) {
 			return fmt.Errorf("lease not renewed")
@@ -91,6 +100,7 @@ func TestDeploymentRunsServesAndCleansUp(t *testing.T) {
 	}
 	d.Spec.Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}}
+	startups := startupCount(t)
 	if _, err := h.cp.Client.Create(ctx(t), d); err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +128,13 @@ func TestDeploymentRunsServesAndCleansUp(t *testing.T) {
 	})
 	if pods[0].Status.PodIP == pods[1].Status.PodIP {
 		t.Fatalf("both pods have IP %s", pods[0].Status.PodIP)
+	}
+	// The image was imported, so Pulled says it was present; then Created and Started.
+	for _, reason := range []string{"Pulled", "Created", "Started"} {
+		h.expectEvent(reason)
+	}
+	if got := startupCount(t) - startups; got != 2 {
+		t.Errorf("skiff_pod_startup_duration_seconds observed %d startups, want 2", got)
 	}
 	for _, p := range pods {
 		got, err := httpGet("http://" + p.Status.PodIP + ":8080/")
@@ -236,6 +253,7 @@ func TestRestartPolicyNeverAndOOMKilled(t *testing.T) {
 	if term := hog.Status.ContainerStatuses[0].State.Terminated; term.Reason != kruntime.ReasonOOMKilled || term.ExitCode != 137 {
 		t.Errorf("hog terminated %+v, want OOMKilled/137", term)
 	}
+	h.expectEvent("OOMKilling")
 	if hog.Status.ContainerStatuses[0].RestartCount != 0 || controllerkit.IsPodReady(hog) {
 		t.Errorf("hog %+v", hog.Status)
 	}
@@ -275,9 +293,13 @@ func TestProbes(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := httpGet("http://" + live.Status.PodIP + ":8080/"); err != nil {
-		t.Errorf("restarted container does not serve: %v", err)
-	}
+	// Running is reported once the process started, maybe before it listens.
+	wait(t, 10*time.Second, func() error {
+		if _, err := httpGet("http://" + live.Status.PodIP + ":8080/"); err != nil {
+			return fmt.Errorf("restarted container does not serve: %v", err)
+		}
+		return nil
+	})
 	h.expectEvent("Unhealthy")
 
 	// A failing readiness probe takes the pod out of Ready without a restart, and back.
@@ -446,6 +468,22 @@ func (h *harness) expectEvent(reason string) {
 		}
 		return fmt.Errorf("no %s event among %d", reason, len(objs))
 	})
+}
+
+// startupCount is how many pod startups the kubelet's histogram has observed in this process.
+func startupCount(t *testing.T) uint64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "skiff_pod_startup_duration_seconds" {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatal("skiff_pod_startup_duration_seconds is not registered")
+	return 0
 }
 
 func bridgePorts(bridge string) []string {

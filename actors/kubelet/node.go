@@ -19,9 +19,14 @@ import (
 func (k *kubelet) heartbeat(ctx context.Context) {
 	t := time.NewTicker(k.cfg.RenewInterval)
 	defer t.Stop()
+	starting := true
 	for {
 		if err := k.ensureNode(ctx); err != nil && ctx.Err() == nil {
 			k.cfg.Logger.Warn("kubelet: node status", "node", k.cfg.NodeName, "err", err)
+		} else if o, ok := k.nodes.Get("", k.cfg.NodeName); ok && starting {
+			// Once per agent (re)start, on the Node (once the cache has it), as the kubelet does.
+			starting = false
+			k.recorder.Eventf(ctx, o, corev1.EventTypeNormal, "Starting", "Starting kubelet.")
 		}
 		if err := k.renewLease(ctx); err != nil && ctx.Err() == nil {
 			k.cfg.Logger.Warn("kubelet: lease", "node", k.cfg.NodeName, "err", err)
@@ -65,8 +70,20 @@ func (k *kubelet) ensureNode(ctx context.Context) error {
 	}
 	next := node.DeepCopy()
 	k.setNodeStatus(next, metav1.Now())
-	_, err := k.client.UpdateStatus(ctx, next)
+	out, err := k.client.UpdateStatus(ctx, next)
+	if err == nil && !nodeReady(node) {
+		k.recorder.Eventf(ctx, out, corev1.EventTypeNormal, "NodeReady", "Node %s status is now: NodeReady", k.cfg.NodeName)
+	}
 	return err
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func (k *kubelet) nodeStatusStale(n *corev1.Node) bool {

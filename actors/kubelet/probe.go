@@ -146,6 +146,7 @@ func (m *probeManager) loop(w *probeWorker, kind string, p *corev1.Probe, pod *c
 			return
 		case <-timer.C:
 		}
+		ranAt := time.Now()
 		ok, msg := m.probe(ctx, p, c, podIP, id)
 		if ctx.Err() != nil {
 			return
@@ -179,6 +180,7 @@ func (m *probeManager) loop(w *probeWorker, kind string, p *corev1.Probe, pod *c
 		}
 		w.mu.Unlock()
 		if changed {
+			m.k.traceProbeChange(pod, kind, c.Name, ok, msg, ranAt)
 			m.k.queue.Add(key)
 		}
 		if stop {

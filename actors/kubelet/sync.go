@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -21,8 +19,6 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 )
-
-const sigterm, sigkill = syscall.SIGTERM, syscall.SIGKILL
 
 // waitInfo is why a container is not running (shown as its waiting state).
 type waitInfo struct{ reason, message string }
@@ -126,7 +122,7 @@ func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, sb *krunti
 			return nil, 0, nil
 		}
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.Name, res.Why)
-		if err := k.kill(ctx, l.ID, terminationGrace(pod)); err != nil {
+		if err := k.rt.KillContainer(ctx, l.ID, terminationGrace(pod)); err != nil {
 			return nil, 0, err
 		}
 		k.queue.Add(controllerkit.KeyOf(pod)) // the restart is the next sync's, under back-off
@@ -203,51 +199,6 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, sb *kruntime.Sandb
 	return nil, 0, nil
 }
 
-// kill stops a container's process (SIGTERM, SIGKILL after grace) but keeps the container,
-// so its exit code and attempt number stay for the status and the restart.
-func (k *kubelet) kill(ctx context.Context, id string, grace time.Duration) error {
-	cctx := namespaces.WithNamespace(ctx, k.rt.Namespace())
-	c, err := k.rt.Client().LoadContainer(cctx, id)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	task, err := c.Task(cctx, nil)
-	if errdefs.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	exited, err := task.Wait(cctx) // before the kill, or the exit can be missed
-	if err != nil {
-		return err
-	}
-	if grace > 0 {
-		if err := task.Kill(cctx, sigterm); err != nil && !errdefs.IsNotFound(err) {
-			return err
-		}
-		select {
-		case <-exited:
-			return nil
-		case <-time.After(grace):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if err := task.Kill(cctx, sigkill); err != nil && !errdefs.IsNotFound(err) {
-		return err
-	}
-	select {
-	case <-exited:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // terminate stops a pod being deleted: every container gets the pod's grace period, then the
 // sandbox goes, then the pod is deleted for good (grace 0, only this incarnation of it).
 func (k *kubelet) terminate(ctx context.Context, pod *corev1.Pod, cur *kruntime.SandboxStatus) error {
@@ -298,6 +249,9 @@ func (k *kubelet) reportStatus(ctx context.Context, pod *corev1.Pod, sb *kruntim
 	_, err := k.client.UpdateStatus(ctx, next)
 	if apierrors.IsNotFound(err) {
 		return nil
+	}
+	if err == nil {
+		k.observeStartup(pod, st)
 	}
 	return err
 }
@@ -382,6 +336,7 @@ func (k *kubelet) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	case c.ImagePullPolicy == corev1.PullNever:
 		return nil, nil
 	case c.ImagePullPolicy != corev1.PullAlways && k.rt.HasImage(ctx, c.Image):
+		k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
 		return nil, nil
 	}
 	k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)

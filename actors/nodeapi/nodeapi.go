@@ -9,12 +9,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skiff-sh/skiff/bus/identity"
 	"github.com/skiff-sh/skiff/bus/rpc"
 )
 
 // LogSubject and ExecSubject are where node `node` answers.
-func LogSubject(node string) string  { return "skiff.node." + node + ".log" }
-func ExecSubject(node string) string { return "skiff.node." + node + ".exec" }
+// The subjects live in bus/identity, whose NATS permissions let only that node serve them.
+func LogSubject(node string) string  { return identity.NodeSubject(node, "log") }
+func ExecSubject(node string) string { return identity.NodeSubject(node, "exec") }
 
 // LogRequest asks for a container's log from byte Offset on.
 type LogRequest struct {

@@ -99,7 +99,7 @@ func (a *proxyActor) run(ctx context.Context) {
 		if quit {
 			return
 		}
-		if err := p.sync(dp, key); err != nil && ctx.Err() == nil {
+		if err := p.tracedSync(dp, key); err != nil && ctx.Err() == nil {
 			p.cfg.Logger.Warn("proxy sync failed; requeued", "service", key, "err", err)
 			a.q.AddRateLimited(key)
 		} else {

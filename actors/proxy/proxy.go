@@ -19,6 +19,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bpf/lb"
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/internal/tracing"
 )
 
 // BPFRoot is where bpffs is mounted on a node.
@@ -71,6 +72,7 @@ type Proxy struct {
 	dp     *lb.Dataplane                                    // current incarnation's, nil between
 	synced bool
 	stats  Stats
+	links  tracing.Links // the writes that woke each Service, for its sync's span
 }
 
 // New prepares a proxy; spawn Producer() on an actorkit.System to run it.
@@ -89,10 +91,15 @@ func New(cfg Config) *Proxy {
 		owned:  map[string][]lb.ServiceKey{},
 		owner:  map[lb.ServiceKey]string{},
 	}
+	svcChanged := func(o runtime.Object) {
+		key := keyOf(o.(*corev1.Service).Namespace, o.(*corev1.Service).Name)
+		p.noteService(key)
+		p.enqueue(key)
+	}
 	p.svcs.AddHandler(informer.Funcs{
-		Add:    func(o runtime.Object) { p.enqueue(keyOf(o.(*corev1.Service).Namespace, o.(*corev1.Service).Name)) },
-		Update: func(_, o runtime.Object) { p.enqueue(keyOf(o.(*corev1.Service).Namespace, o.(*corev1.Service).Name)) },
-		Delete: func(o runtime.Object) { p.enqueue(keyOf(o.(*corev1.Service).Namespace, o.(*corev1.Service).Name)) },
+		Add:    svcChanged,
+		Update: func(_, o runtime.Object) { svcChanged(o) },
+		Delete: svcChanged,
 	})
 	p.slices.AddHandler(informer.Funcs{
 		Add: func(o runtime.Object) { p.sliceChanged(nil, o.(*discoveryv1.EndpointSlice)) },
@@ -140,6 +147,7 @@ func (p *Proxy) sliceChanged(old, cur *discoveryv1.EndpointSlice) {
 				p.bySvc[k] = map[string]*discoveryv1.EndpointSlice{}
 			}
 			p.bySvc[k][keyOf(cur.Namespace, cur.Name)] = cur
+			p.noteSlice(k, cur.Namespace, cur.Name)
 			if len(keys) == 0 || keys[0] != k {
 				keys = append(keys, k)
 			}

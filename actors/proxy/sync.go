@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"slices"
@@ -60,7 +61,7 @@ func (p *Proxy) resync(dp *lb.Dataplane) error {
 }
 
 // sync reprograms one Service (namespace/name) from the caches.
-func (p *Proxy) sync(dp *lb.Dataplane, key string) error {
+func (p *Proxy) sync(ctx context.Context, dp *lb.Dataplane, key string) error {
 	want := map[lb.ServiceKey]lb.ServiceSpec{}
 	if o, ok := p.svcs.Get(splitKey(key)); ok {
 		want = p.desired(o.(*corev1.Service))
@@ -105,6 +106,7 @@ func (p *Proxy) sync(dp *lb.Dataplane, key string) error {
 	}
 	p.add(st)
 	p.mu.Unlock()
+	traceSync(ctx, want, st)
 	return errors.Join(errs...)
 }
 

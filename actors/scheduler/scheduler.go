@@ -81,6 +81,9 @@ func (a *schedulerActor) Receive(ctx actorkit.Context) {
 		a.cancel()
 		a.st.queueOf().ShutDown()
 		a.done.Wait()
+	case *actorkit.Stopped:
+		// Stopped for good (not a restart): end the caches too. Running again takes a new NewActor.
+		a.st.stopAll()
 	case *actorkit.Crash:
 		panic("scheduler: crash requested by test hook")
 	}
@@ -202,6 +205,7 @@ func (st *state) scheduleOne(ctx context.Context, key string) (func() error, err
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || !ours(pod) {
 		return nil, nil
 	}
+	start := time.Now()
 	// The cycle continues the trace of the write that created the pod.
 	ctx, span := otel.Tracer("skiff/scheduler").Start(st.pods.TraceContext(ctx, ns, name), "schedule pod",
 		trace.WithAttributes(attribute.String("k8s.pod", key)))
@@ -214,25 +218,31 @@ func (st *state) scheduleOne(ctx context.Context, key string) (func() error, err
 	}
 	var fit *framework.FitError
 	if errors.As(err, &fit) {
+		observeAttempt(resultUnschedulable, start)
 		st.markUnschedulable(ctx, pod, fit.Error())
 		return nil, err
 	}
 	if err != nil {
+		observeAttempt(resultError, start)
 		return nil, err
 	}
 	if err := st.cache.Assume(pod, res.Node); err != nil {
+		observeAttempt(resultError, start)
 		span.End()
 		return nil, err
 	}
 	return func() error {
 		defer span.End()
 		if err := st.cfg.Client.Bind(ctx, ns, name, res.Node); err != nil {
+			observeAttempt(resultError, start)
 			st.cache.Forget(pod)
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return nil // bound by someone else, or gone: the informer brings the truth
 			}
+			st.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "FailedScheduling", "Binding rejected: %v", err)
 			return err
 		}
+		observeAttempt(resultScheduled, start)
 		if st.cfg.OnBind != nil {
 			st.cfg.OnBind(key, res.Node)
 		}

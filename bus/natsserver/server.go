@@ -28,6 +28,10 @@ type Config struct {
 	Log bool
 	// ReadyTimeout bounds the wait for the server to accept connections; default 10s.
 	ReadyTimeout time.Duration
+	// Cluster joins this server to a NATS cluster (cluster.go); zero = standalone.
+	Cluster ClusterConfig
+	// Auth secures the server (operator and account JWTs, auth.go); nil = no authentication.
+	Auth *Auth
 }
 
 // Server is a running embedded NATS server.
@@ -78,6 +82,16 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if cfg.Port == 0 {
 		opts.Port = -1 // unused without a listener, but 0 would mean the default port
+	}
+	if err := cfg.Cluster.apply(opts, cfg); err != nil {
+		s.cleanup()
+		return nil, err
+	}
+	if cfg.Auth != nil {
+		if err := cfg.Auth.configure(opts); err != nil {
+			s.cleanup()
+			return nil, fmt.Errorf("natsserver: auth: %w", err)
+		}
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {

@@ -18,6 +18,9 @@ import (
 // Compact only rev <= Rev() and well behind every other view: a view that
 // is still replaying the purged range skips the purged messages.
 func (l *Log) Compact(ctx context.Context, rev uint64) error {
+	if l.cfg.ReadOnly {
+		return ErrReadOnly
+	}
 	if rev <= l.CompactedRev() {
 		return nil
 	}

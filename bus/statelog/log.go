@@ -36,9 +36,11 @@ type Log struct {
 
 	errMu   sync.Mutex
 	lastErr error
+	// applyMu orders the two ways messages reach the view: the consumer and catchUp.
+	applyMu sync.Mutex
 }
 
-// Open creates the stream if needed, replays it into the view and returns
+// Open creates the stream if needed (unless cfg.ReadOnly), replays it into the view and returns
 // once the view has caught up with the stream's last sequence at Open.
 func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	cfg.defaults()
@@ -46,24 +48,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	storage := jetstream.FileStorage
-	if cfg.Memory {
-		storage = jetstream.MemoryStorage
-	}
-	sc := jetstream.StreamConfig{
-		Name:              cfg.Stream,
-		Subjects:          []string{cfg.Prefix + ".>"},
-		Storage:           storage,
-		Replicas:          cfg.Replicas,
-		Retention:         jetstream.LimitsPolicy,
-		MaxMsgsPerSubject: -1, // history stays until Compact
-		AllowDirect:       true,
-		DenyDelete:        true,
-	}
-	st, err := js.CreateStream(ctx, sc)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		st, err = js.Stream(ctx, cfg.Stream)
-	}
+	st, err := openStream(ctx, js, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("statelog: stream %s: %w", cfg.Stream, err)
 	}
@@ -92,7 +77,11 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		l.errMu.Lock()
 		l.lastErr = err
 		l.errMu.Unlock()
-	}))
+	}),
+		// The ordered consumer lives on one server of a cluster; when that server dies only
+		// missed heartbeats (two of them) tell, and the view stalls until then: 2s, not the
+		// library's 10s.
+		jetstream.PullExpiry(3*time.Second), jetstream.PullHeartbeat(time.Second))
 	if err != nil {
 		return nil, err
 	}
@@ -105,26 +94,100 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	return l, nil
 }
 
+// openStream creates the stream or opens the existing one; read-only, only opens it.
+func openStream(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.Stream, error) {
+	if cfg.ReadOnly {
+		return js.Stream(ctx, cfg.Stream)
+	}
+	storage := jetstream.FileStorage
+	if cfg.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	sc := jetstream.StreamConfig{
+		Name:              cfg.Stream,
+		Subjects:          []string{cfg.Prefix + ".>"},
+		Storage:           storage,
+		Replicas:          cfg.Replicas,
+		Retention:         jetstream.LimitsPolicy,
+		MaxMsgsPerSubject: -1, // history stays until Compact
+		AllowDirect:       true,
+		DenyDelete:        true,
+	}
+	st, err := js.CreateStream(ctx, sc)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		st, err = js.Stream(ctx, cfg.Stream)
+	}
+	return st, err
+}
+
 func (l *Log) handle(m jetstream.Msg) {
 	md, err := m.Metadata()
 	if err != nil {
 		return
 	}
-	seq := md.Sequence.Stream
-	subj := m.Subject()
+	l.applyMu.Lock()
+	defer l.applyMu.Unlock()
+	l.apply(md.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), md.Timestamp)
+}
+
+func (l *Log) apply(seq uint64, subj string, h nats.Header, data []byte, at time.Time) {
 	if strings.HasPrefix(subj, l.keyBase+".") {
 		key, err := subjectKey(l.keyBase, subj)
 		if err == nil {
-			h := m.Headers()
-			l.view.applyKey(seq, key, h.Get(hdrOp) == opDelete, m.Data(), fromNATSHeader(h))
+			l.view.applyKey(seq, key, h.Get(hdrOp) == opDelete, data, fromNATSHeader(h), at)
 			return
 		}
 	}
 	var mark uint64
 	if subj == l.markSubj {
-		mark, _ = strconv.ParseUint(string(m.Data()), 10, 64)
+		mark, _ = strconv.ParseUint(string(data), 10, 64)
 	}
 	l.view.applyOther(seq, mark)
+}
+
+// catchUpAfter is how long a wait for a revision that is known to exist trusts the consumer
+// before reading the missing messages itself.
+const catchUpAfter = time.Second
+
+// catchUp reads the messages up to target (which must exist in the stream) one by one and
+// applies them. The view's consumer lives on one server of a cluster: when that server dies,
+// the consumer is recreated only after missed heartbeats and a create that can time out
+// (10 s a try), while any live server answers a get at once. A sequence that is gone was
+// compacted away (superseded), so it only advances the revision.
+func (l *Log) catchUp(ctx context.Context, target uint64) error {
+	l.applyMu.Lock()
+	defer l.applyMu.Unlock()
+	for seq := l.Rev() + 1; seq <= target; seq++ {
+		m, err := l.st.GetMsg(ctx, seq)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			l.view.applyOther(seq, 0)
+		case err != nil:
+			return err
+		default:
+			l.apply(seq, m.Subject, m.Header, m.Data, m.Time)
+		}
+	}
+	return nil
+}
+
+// waitForExisting waits until the view has applied rev, a revision the stream is known to
+// hold (a write's ack, the stream's last sequence), catching up directly if the consumer lags.
+func (l *Log) waitForExisting(ctx context.Context, rev uint64) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, catchUpAfter)
+		err := l.WaitForRev(wctx, rev)
+		cancel()
+		if err == nil || ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			return err
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = l.catchUp(cctx, rev)
+		cancel()
+		if err == nil {
+			return l.WaitForRev(ctx, rev)
+		}
+	}
 }
 
 func (l *Log) bookmarkLoop() {
@@ -212,7 +275,9 @@ func (l *Log) waitRead(ctx context.Context, o ReadOptions) error {
 		if err != nil {
 			return err
 		}
-		target = max(target, info.State.LastSeq)
+		if target <= info.State.LastSeq {
+			return l.waitForExisting(ctx, info.State.LastSeq)
+		}
 	}
 	if target == 0 {
 		return nil

@@ -17,6 +17,7 @@ var (
 	ErrExpired  = errors.New("statelog: revision compacted")
 	ErrTooSlow  = errors.New("statelog: watcher too slow")
 	ErrClosed   = errors.New("statelog: log closed")
+	ErrReadOnly = errors.New("statelog: log opened read-only")
 	ErrInvalid  = errBadKey
 )
 
@@ -28,6 +29,9 @@ type Config struct {
 	Memory           bool          // memory storage (tests)
 	BookmarkInterval time.Duration // default 30s
 	WatchBuffer      int           // per-watcher buffer, default 1024; overflow closes the watcher with ErrTooSlow
+	// ReadOnly opens an existing stream without creating or updating it, for readers whose
+	// NATS permissions allow no more; writes then fail with ErrReadOnly.
+	ReadOnly bool
 }
 
 func (c *Config) defaults() {
@@ -89,6 +93,8 @@ type Event struct {
 	PrevRev   uint64 // revision of the previous value of the key; 0 for a create
 	PrevValue []byte
 	Header    Header
+	// Time is when the stream stored the write (zero for bookmarks).
+	Time time.Time
 	// InitialEnd marks the bookmark that closes the initial snapshot of a SendInitial watch.
 	InitialEnd bool
 }

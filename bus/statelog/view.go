@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/btree"
 )
@@ -45,7 +46,7 @@ func (v *view) advance(seq uint64) {
 }
 
 // applyKey applies one key message at stream sequence seq.
-func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header) {
+func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header, at time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if seq <= v.rev {
@@ -61,11 +62,11 @@ func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header
 		}
 		v.live.Delete(prev)
 		v.tombs[key] = seq
-		ev = Event{Type: EventDelete, Key: key, Rev: seq, Value: prev.e.Value, PrevRev: prev.e.Rev, PrevValue: prev.e.Value, Header: h}
+		ev = Event{Type: EventDelete, Key: key, Rev: seq, Value: prev.e.Value, PrevRev: prev.e.Rev, PrevValue: prev.e.Value, Header: h, Time: at}
 	} else {
 		delete(v.tombs, key)
 		v.live.ReplaceOrInsert(&item{key: key, e: Entry{Key: key, Rev: seq, Value: value, Header: h}})
-		ev = Event{Type: EventPut, Key: key, Rev: seq, Value: value, Header: h}
+		ev = Event{Type: EventPut, Key: key, Rev: seq, Value: value, Header: h, Time: at}
 		if had {
 			ev.PrevRev, ev.PrevValue = prev.e.Rev, prev.e.Value
 		}

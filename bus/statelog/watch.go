@@ -75,6 +75,7 @@ func (w *Watcher) run(ctx context.Context) {
 	for {
 		select {
 		case ev := <-w.in:
+			observeLag(ev)
 			if !send(ev) {
 				return
 			}

@@ -3,6 +3,7 @@ package statelog
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,10 +13,11 @@ var errWrongLast = errors.New("statelog: wrong last subject sequence")
 
 // publish appends a message on subj if the subject's last sequence is expect
 // (0: the subject has no message).
-func (l *Log) publish(ctx context.Context, subj string, data []byte, h Header, del bool, expect uint64) (uint64, error) {
+func (l *Log) publish(ctx context.Context, subj string, data []byte, h Header, del bool, expect uint64) (rev uint64, err error) {
 	if l.closed.Load() {
 		return 0, ErrClosed
 	}
+	defer func(start time.Time) { observeWrite(del, start, err) }(time.Now())
 	m := &nats.Msg{Subject: subj, Data: data, Header: toNATSHeader(h)}
 	if del {
 		m.Header[hdrOp] = []string{opDelete}
@@ -31,7 +33,7 @@ func (l *Log) publish(ctx context.Context, subj string, data []byte, h Header, d
 	}
 	// Read-your-writes on this Log: return once the view has the write. The
 	// write stands even if the wait is cut short.
-	_ = l.WaitForRev(ctx, ack.Sequence)
+	_ = l.waitForExisting(ctx, ack.Sequence)
 	return ack.Sequence, nil
 }
 
@@ -72,6 +74,9 @@ func (l *Log) isTombstone(ctx context.Context, key, subj string, rev uint64) (bo
 
 // Create writes key if it is not live; ErrExists otherwise.
 func (l *Log) Create(ctx context.Context, key string, value []byte, h Header) (uint64, error) {
+	if l.cfg.ReadOnly {
+		return 0, ErrReadOnly
+	}
 	subj, err := keySubject(l.keyBase, key)
 	if err != nil {
 		return 0, err
@@ -119,6 +124,9 @@ func (l *Log) Delete(ctx context.Context, key string, expectedRev uint64, h Head
 }
 
 func (l *Log) change(ctx context.Context, key string, value []byte, expectedRev uint64, h Header, del bool) (uint64, error) {
+	if l.cfg.ReadOnly {
+		return 0, ErrReadOnly
+	}
 	subj, err := keySubject(l.keyBase, key)
 	if err != nil {
 		return 0, err

@@ -7,6 +7,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -30,7 +31,11 @@ func Default(obj runtime.Object) {
 		DaemonSet(o)
 	case *discoveryv1.EndpointSlice:
 		EndpointSlice(o)
-	case *coordinationv1.Lease, *corev1.ConfigMap, *corev1.Node, *corev1.Event:
+	case *rbacv1.RoleBinding:
+		Subjects(o.Subjects)
+	case *rbacv1.ClusterRoleBinding:
+		Subjects(o.Subjects)
+	case *coordinationv1.Lease, *corev1.ConfigMap, *corev1.Node, *corev1.Event, *rbacv1.Role, *rbacv1.ClusterRole:
 		// Nothing is defaulted.
 	}
 }

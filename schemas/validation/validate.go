@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -42,6 +43,14 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return EndpointSlice(o)
 	case *coordinationv1.Lease:
 		return Lease(o)
+	case *rbacv1.Role:
+		return Role(o)
+	case *rbacv1.ClusterRole:
+		return ClusterRole(o)
+	case *rbacv1.RoleBinding:
+		return RoleBinding(o)
+	case *rbacv1.ClusterRoleBinding:
+		return ClusterRoleBinding(o)
 	}
 	return field.ErrorList{field.InternalError(nil, fmt.Errorf("no validation for %T", obj))}
 }
@@ -99,6 +108,24 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	case *coordinationv1.Lease:
 		if o, ok := oldObj.(*coordinationv1.Lease); ok {
 			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+		}
+	case *rbacv1.Role:
+		if o, ok := oldObj.(*rbacv1.Role); ok {
+			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+		}
+	case *rbacv1.ClusterRole:
+		if o, ok := oldObj.(*rbacv1.ClusterRole); ok {
+			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+		}
+	case *rbacv1.RoleBinding:
+		if o, ok := oldObj.(*rbacv1.RoleBinding); ok {
+			errs = append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+			return append(errs, roleRefUpdate(n.RoleRef, o.RoleRef)...)
+		}
+	case *rbacv1.ClusterRoleBinding:
+		if o, ok := oldObj.(*rbacv1.ClusterRoleBinding); ok {
+			errs = append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+			return append(errs, roleRefUpdate(n.RoleRef, o.RoleRef)...)
 		}
 	default:
 		return errs

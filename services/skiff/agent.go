@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
@@ -13,6 +14,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/agent"
 	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/bus/identity"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/tracing"
 )
@@ -27,6 +29,13 @@ type nodeFlags struct {
 	podCIDR      string
 	images       string
 	cgroup       string
+	nodeIP       string
+	namespace    string
+	leaseRenew   time.Duration
+	routes       bool
+
+	// metricsListen serves /metrics for a process without an apiserver (which serves its own).
+	metricsListen string
 }
 
 func (n *nodeFlags) register(cmd *cobra.Command, optional bool) {
@@ -42,6 +51,11 @@ func (n *nodeFlags) register(cmd *cobra.Command, optional bool) {
 	f.StringVar(&n.podCIDR, "pod-cidr", "10.88.0.0/16", "this node's pod IP range")
 	f.StringVar(&n.images, "images-dir", "", "import every image tarball in this directory at start (default DATA_DIR/images)")
 	f.StringVar(&n.cgroup, "cgroup-root", "", "cgroup2 directory whose processes reach Services (default: a cgroup2 mount under the data dir)")
+	f.StringVar(&n.nodeIP, "node-ip", "", "this node's InternalIP (default: the first non-loopback IPv4)")
+	f.StringVar(&n.namespace, "containerd-namespace", "skiff", "containerd namespace (and cgroup parent) of this node's pods")
+	f.DurationVar(&n.leaseRenew, "node-lease-renew-interval", 10*time.Second, "how often the node renews its lease (keep it well under the control plane's node grace period)")
+	// A lone `skiff up` node has no peers to route to; joined agents do.
+	f.BoolVar(&n.routes, "route-pod-cidrs", !optional, "route other Ready nodes' pod CIDRs via their InternalIP (nodes on one L2 network)")
 }
 
 func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, nc *nats.Conn, actors *actorkit.System, dataDir string, logger *slog.Logger) (*agent.Agent, error) {
@@ -53,28 +67,39 @@ func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, nc *nats.Conn,
 	if images == "" {
 		images = filepath.Join(dataDir, "images")
 	}
-	return agent.Start(ctx, agent.Config{Log: log, Client: &apiclient.Client{T: apiclient.NATS{Conn: nc}}, NATS: nc, Actors: actors, NodeName: n.name, DataDir: dataDir,
-		ContainerdSocket: n.containerd, PodCIDR: n.podCIDR, ImagesDir: images, CgroupRoot: n.cgroup, Logger: logger})
+	// The agent calls the API as its node (system:node:<name>); on secured NATS only it can.
+	client := &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: identity.NodeID(n.name).APISubject()}}
+	return agent.Start(ctx, agent.Config{Log: log, Client: client, NATS: nc, Actors: actors, NodeName: n.name, DataDir: dataDir,
+		ContainerdSocket: n.containerd, PodCIDR: n.podCIDR, ImagesDir: images, CgroupRoot: n.cgroup, Logger: logger,
+		NodeIP: n.nodeIP, Namespace: n.namespace, RenewInterval: n.leaseRenew, RoutePodCIDRs: n.routes})
 }
 
 func newAgent() *cobra.Command {
 	node := &nodeFlags{}
-	var natsURL, dataDir string
+	var natsURL, natsCreds, dataDir string
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run a node agent (kubelet + proxy) that joins a Skiff control plane through NATS",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := join(cmd.Context(), natsURL, "skiff-agent-"+node.name)
+			m, err := join(cmd.Context(), natsURL, "skiff-agent-"+node.name, natsAuth{creds: natsCreds, id: identity.NodeID(node.name)})
 			if err != nil {
 				return err
 			}
 			defer m.close()
-			shutdown, err := tracing.Setup(m.ctx, "skiff-agent", node.otlpEndpoint)
+			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			// Spans go to the control plane's store over this node's API subject, and to OTLP if asked.
+			toStore, err := apiServerSpans(m.ctx, apiclient.NATS{Conn: m.nc, Subject: identity.NodeID(node.name).APISubject()}, logger)
+			if err != nil {
+				return err
+			}
+			shutdown, err := tracing.Setup(m.ctx, "skiff-agent", node.otlpEndpoint, tracing.WithProcessor(toStore))
 			if err != nil {
 				return err
 			}
 			defer flushTraces(shutdown)
-			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			if err := node.serveMetrics(m.ctx, cmd, logger); err != nil {
+				return err
+			}
 			a, err := node.start(m.ctx, m.log, m.nc, m.actors, dataDir, logger)
 			if err != nil {
 				return err
@@ -90,7 +115,9 @@ func newAgent() *cobra.Command {
 	}
 	node.register(cmd, false)
 	cmd.Flags().StringVar(&node.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP here (standard OTEL_* variables are honoured too)")
+	node.metricsFlag(cmd.Flags())
 	cmd.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "the control plane's NATS")
+	cmd.Flags().StringVar(&natsCreds, "nats-creds", "", "this node's NATS credentials file (`skiff nats-creds --node NAME` on the control plane); needed when its NATS is secured")
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir()+"-agent", "where containerd and pod data live")
 	return cmd
 }

@@ -18,9 +18,13 @@ func main() {
 
 // globals are the flags every client command shares.
 type globals struct {
-	server    string
-	namespace string
-	token     string
+	server     string
+	serverSet  bool // --server or SKIFF_SERVER given: overrides the kubeconfig's
+	namespace  string
+	token      string
+	kubeconfig string
+	insecure   bool
+	conn       connection // resolved on first use (client.go)
 }
 
 func newRoot() *cobra.Command {
@@ -32,13 +36,19 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	def := os.Getenv("SKIFF_SERVER")
+	g.serverSet = def != ""
 	if def == "" {
-		def = "http://127.0.0.1:6443"
+		def = defaultServer
 	}
-	root.PersistentFlags().StringVar(&g.server, "server", def, "apiserver URL (env SKIFF_SERVER)")
+	root.PersistentFlags().StringVar(&g.server, "server", def, "apiserver URL (env SKIFF_SERVER); overrides the kubeconfig's")
+	root.PersistentPreRun = func(*cobra.Command, []string) {
+		g.serverSet = g.serverSet || root.PersistentFlags().Changed("server")
+	}
+	root.PersistentFlags().StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else the one `skiff up` wrote into its data dir)")
+	root.PersistentFlags().BoolVar(&g.insecure, "insecure-skip-tls-verify", false, "do not check the server's certificate (insecure)")
 	root.PersistentFlags().StringVarP(&g.namespace, "namespace", "n", "default", "namespace")
-	root.PersistentFlags().StringVar(&g.token, "token", os.Getenv("SKIFF_TOKEN"), "bearer token (env SKIFF_TOKEN)")
+	root.PersistentFlags().StringVar(&g.token, "token", os.Getenv("SKIFF_TOKEN"), "bearer token (env SKIFF_TOKEN); replaces the kubeconfig's credentials")
 	root.AddCommand(newUp(), newApply(g), newGet(g), newDelete(g), newDescribe(g), newKubeconfig(g), newVersion(g),
-		newScale(g), newRollout(g), newEvents(g), newProxy(g), newAgent(), newSim(), newLogs(g), newExec(g), newImage())
+		newScale(g), newRollout(g), newEvents(g), newProxy(g), newAgent(), newSim(), newLogs(g), newExec(g), newImage(), newTrace(g), newServer(), newNATS(), newNATSCreds())
 	return root
 }

@@ -16,17 +16,23 @@ import (
 func newSim() *cobra.Command {
 	sim := &cobra.Command{Use: "sim", Short: "Scale-test mode: simulated nodes without containers (like kwok)"}
 	var count int
-	var prefix, natsURL string
+	var prefix, natsURL, natsCreds, dataDir string
 	nodes := &cobra.Command{
 		Use:   "nodes",
 		Short: "Register simulated nodes and keep them alive until interrupted",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := join(cmd.Context(), natsURL, "skiff-sim")
+			// Simulated nodes write as many nodes: the admin identity, not a node's.
+			auth, err := localAdmin(natsCreds, dataDir)
+			if err != nil {
+				return err
+			}
+			m, err := join(cmd.Context(), natsURL, "skiff-sim", auth)
 			if err != nil {
 				return err
 			}
 			defer m.close()
-			_, err = m.actors.Spawn("simnode", simnode.New(simnode.Config{Log: m.log, Client: &apiclient.Client{T: apiclient.NATS{Conn: m.nc}},
+			client := &apiclient.Client{T: apiclient.NATS{Conn: m.nc, Subject: auth.id.APISubject()}}
+			_, err = m.actors.Spawn("simnode", simnode.New(simnode.Config{Log: m.log, Client: client,
 				Nodes: count, Prefix: prefix, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}))
 			if err != nil {
 				return err
@@ -39,6 +45,8 @@ func newSim() *cobra.Command {
 	nodes.Flags().IntVar(&count, "count", 3, "how many nodes")
 	nodes.Flags().StringVar(&prefix, "prefix", "sim-", "node name prefix")
 	nodes.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "the control plane's NATS")
+	nodes.Flags().StringVar(&natsCreds, "nats-creds", "", "admin NATS credentials (`skiff nats-creds --role admin`); default: minted from --data-dir's keys when NATS is secured")
+	nodes.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "the local control plane's data directory (for its NATS keys)")
 	sim.AddCommand(nodes)
 	return sim
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/internal/metrics"
+	"github.com/skiff-sh/skiff/internal/spanstore"
 	"github.com/skiff-sh/skiff/internal/tracing"
 )
 
@@ -30,25 +32,23 @@ func defaultDataDir() string {
 func newUp() *cobra.Command {
 	cfg := controlplane.Config{}
 	node := nodeFlags{}
+	natsAuth := true
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run all of Skiff in this process, with an embedded NATS JetStream server",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			node.required = cmd.Flags().Changed("agent")
+			secureEmbeddedNATS(&cfg, natsAuth)
 			return runControlPlane(cmd.Context(), cfg, &node)
 		},
 	}
 	f := cmd.Flags()
 	node.register(cmd, true)
-	f.StringVar(&node.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP here (standard OTEL_* variables are honoured too)")
-	f.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "where the state log (JetStream store) and the kubeconfig live")
-	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "apiserver address")
-	f.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS (JetStream) cluster instead of the embedded server")
-	f.IntVar(&cfg.NATSPort, "nats-port", 4222, "embedded NATS client port (0 = in-process only)")
-	f.IntVar(&cfg.Replicas, "replicas", 1, "replicas of the state stream (3 on a NATS cluster)")
-	f.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "ClusterIP range")
-	f.DurationVar(&cfg.CompactEvery, "compact-every", 5*time.Minute, "how often old history is compacted")
-	f.DurationVar(&cfg.CompactKeep, "compact-keep", 5*time.Minute, "how much history watches can resume from")
+	f.BoolVar(&natsAuth, "nats-auth", true, "require per-component credentials on the embedded NATS port (agents: skiff nats-creds)")
+	controlPlaneFlags(f, &cfg, &node, "127.0.0.1:6443")
+	// A laptop cluster is secured by default: HTTPS, authentication, RBAC.
+	cfg.APIAuth.Enabled = true
+	f.Lookup("api-auth").DefValue = "true"
 	return cmd
 }
 
@@ -56,8 +56,10 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// Recent spans stay in memory for `skiff trace`, beside any OTLP export.
+	spans := spanstore.New(spanstore.Options{})
 	if node != nil {
-		shutdown, err := tracing.Setup(ctx, "skiff", node.otlpEndpoint)
+		shutdown, err := tracing.Setup(ctx, "skiff", node.otlpEndpoint, tracing.WithProcessor(spans))
 		if err != nil {
 			return err
 		}
@@ -69,8 +71,23 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 		return err
 	}
 	defer cp.Stop()
+	if cp.API != nil { // a `skiff server` replica may run no apiserver
+		cp.API.Handle(spanstore.TracePath, spans.Handler())
+		cp.API.Handle(spanstore.OTLPPath, spans.OTLPHandler())
+	} else if node != nil {
+		if _, err := metrics.Serve(ctx, node.metricsListen, cfg.Logger); err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+	}
 	if node != nil && node.enabled {
-		a, err := node.start(ctx, cp.Log, cp.Conn, cp.Actors, cfg.DataDir, cfg.Logger)
+		nc, err := nodeConn(cp, node.name)
+		if err != nil {
+			return err
+		}
+		if nc != cp.Conn {
+			defer nc.Close()
+		}
+		a, err := node.start(ctx, cp.Log, nc, cp.Actors, cfg.DataDir, cfg.Logger)
 		if err != nil && node.required {
 			return err
 		}
@@ -84,14 +101,17 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 	}
 	kubeconfig := ""
 	if cfg.DataDir != "" && cp.URL() != "" {
-		kubeconfig = filepath.Join(cfg.DataDir, "kubeconfig")
-		if err := os.WriteFile(kubeconfig, []byte(kubeconfigFor(cp.URL(), "")), 0o600); err != nil {
+		var err error
+		if kubeconfig, err = writeKubeconfig(cfg.DataDir, cp.URL(), cp.PKI()); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(os.Stderr, "skiff is up in %v: API %s, state revision %d\n", time.Since(start).Round(time.Millisecond), cp.URL(), cp.Log.Rev())
 	if kubeconfig != "" {
 		fmt.Fprintf(os.Stderr, "kubectl: export KUBECONFIG=%s\n", kubeconfig)
+	}
+	if cp.Secured() {
+		fmt.Fprintf(os.Stderr, "NATS %s needs credentials: skiff agent --nats-creds FILE, FILE from `skiff nats-creds --data-dir %s --node NAME`\n", cp.NATS.ClientURL(), cfg.DataDir)
 	}
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "skiff: shutting down")

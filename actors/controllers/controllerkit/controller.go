@@ -46,6 +46,7 @@ func (c *Controller) Producer() func() actorkit.Actor {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	queues.add(c.Name, c.Queue)
 	return func() actorkit.Actor { return &controllerActor{c: c} }
 }
 
@@ -125,7 +126,7 @@ func (a *controllerActor) start(actx actorkit.Context) {
 			case <-run.Done():
 				return
 			case <-t.C:
-				c.Resync()
+				c.Queue.Resync(c.Resync)
 			}
 		}
 	}()
@@ -139,9 +140,11 @@ func (a *controllerActor) work(ctx context.Context, q rateLimitingQueue) {
 		}
 		func() {
 			defer q.Done(key)
+			start := time.Now()
 			rctx, span := a.c.startSpan(ctx, key)
 			err := a.c.Reconcile(rctx, key)
 			endSpan(span, err)
+			observeReconcile(a.c.Name, start, err)
 			switch {
 			case err == nil:
 				q.Forget(key)

@@ -67,6 +67,16 @@ func IsPodReady(p *corev1.Pod) bool {
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
+// IsNodeReady: the node's Ready condition is True.
+func IsNodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // IsPodAvailable: ready for at least minReadySeconds at now.
 func IsPodAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	c := PodReadyCondition(p)

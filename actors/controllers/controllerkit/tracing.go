@@ -10,15 +10,22 @@ import (
 )
 
 // startSpan opens the span of one reconcile as a child of the trace stored with the key's last
-// write in the primary (first) informer, so a rollout is one trace across controllers.
+// write in the primary (first) informer, so a rollout is one trace across controllers. A key
+// enqueued only by a periodic resync starts a new trace linked to that write instead.
 func (c *Controller) startSpan(ctx context.Context, key string) (context.Context, trace.Span) {
 	parent := ctx
 	if len(c.Informers) > 0 {
 		ns, name := SplitKey(key)
 		parent = c.Informers[0].TraceContext(ctx, ns, name)
 	}
-	return otel.Tracer("skiff/controllers").Start(parent, "reconcile "+c.Name,
-		trace.WithAttributes(attribute.String("skiff.controller", c.Name), attribute.String("skiff.key", key)))
+	opts := []trace.SpanStartOption{trace.WithAttributes(attribute.String("skiff.controller", c.Name), attribute.String("skiff.key", key))}
+	if c.Queue.takeResynced(key) {
+		opts = append(opts, trace.WithNewRoot(), trace.WithAttributes(attribute.Bool("skiff.resync", true)))
+		if trace.SpanContextFromContext(parent).IsValid() {
+			opts = append(opts, trace.WithLinks(trace.LinkFromContext(parent)))
+		}
+	}
+	return otel.Tracer("skiff/controllers").Start(parent, "reconcile "+c.Name, opts...)
 }
 
 func endSpan(span trace.Span, err error) {

@@ -13,7 +13,9 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/events"
 	"github.com/skiff-sh/skiff/actors/informer"
+	"github.com/skiff-sh/skiff/internal/tracing"
 )
 
 // Name is the controller's name in logs; ManagedBy is the value of the managed-by label on
@@ -38,6 +40,9 @@ type controller struct {
 	// exp holds back a Service's sync while its slice creates and deletes are not in the cache
 	// yet: acting on that stale view would create duplicates.
 	exp *controllerkit.Expectations
+	// links: the pod writes that woke each Service, for its sync's span.
+	links tracing.Links
+	rec   *events.Recorder
 }
 
 var svcGVK = corev1.SchemeGroupVersion.WithKind("Service")
@@ -51,6 +56,7 @@ func New(cfg Config) func() actorkit.Actor {
 		slices: informer.For(cfg.Log, "discovery.k8s.io", "endpointslices"),
 		queue:  &controllerkit.Queue{},
 		exp:    controllerkit.NewExpectations(),
+		rec:    events.New(cfg.Client, Name, ""),
 	}
 	svcs := controllerkit.OnChange(c.queue.Enqueue)
 	svcs.Delete = func(o runtime.Object) { c.exp.Forget(controllerkit.KeyOf(controllerkit.Meta(o))) }
@@ -81,7 +87,7 @@ func New(cfg Config) func() actorkit.Actor {
 		Workers:   cfg.Workers,
 		Informers: []*informer.Informer{c.svcs, c.pods, c.slices},
 		Queue:     c.queue,
-		Reconcile: c.sync,
+		Reconcile: c.reportingSync,
 		Resync:    controllerkit.ForEach(c.svcs, c.queue.Enqueue),
 		Logger:    cfg.Logger,
 	}
@@ -93,7 +99,9 @@ func (c *controller) podChanged(p *corev1.Pod) {
 	for _, o := range c.svcs.List(func(o runtime.Object) bool { return o.(*corev1.Service).Namespace == p.Namespace }) {
 		s := o.(*corev1.Service)
 		if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(p.Labels)) {
-			c.queue.Add(controllerkit.KeyOf(s))
+			key := controllerkit.KeyOf(s)
+			c.notePod(key, p.Namespace, p.Name)
+			c.queue.Add(key)
 		}
 	}
 }

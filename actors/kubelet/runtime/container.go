@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"go.opentelemetry.io/otel/attribute"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -93,13 +94,15 @@ func (r *Runtime) StartContainer(ctx context.Context, sb *Sandbox, c ContainerCo
 		return nil, err
 	}
 	// Spec options come after the snapshot: WithImageConfig reads the image.
-	cont, err := r.client.NewContainer(ctx, id,
+	cctx, end := op(ctx, "create container", containerAttr(id), attribute.String("container.image.name", c.Image))
+	cont, err := r.client.NewContainer(cctx, id,
 		containerd.WithImage(img),
 		containerd.WithSnapshotter(snapshotter),
 		containerd.WithNewSnapshot(id, img),
 		containerd.WithContainerLabels(labels),
 		containerd.WithNewSpec(specOpts...),
 	)
+	end(&err)
 	if err != nil {
 		return nil, fmt.Errorf("create container: %w", err)
 	}
@@ -109,12 +112,9 @@ func (r *Runtime) StartContainer(ctx context.Context, sb *Sandbox, c ContainerCo
 			_ = r.deleteContainer(context.WithoutCancel(ctx), cont)
 		}
 	}()
-	task, err := cont.NewTask(ctx, cio.LogFile(logPath))
+	task, err := r.startTask(ctx, cont, logPath)
 	if err != nil {
-		return nil, fmt.Errorf("create task: %w", err)
-	}
-	if err := task.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start task: %w", err)
+		return nil, err
 	}
 	started := time.Now().UTC()
 	if _, err := cont.SetLabels(ctx, map[string]string{labelStartedAt: started.Format(time.RFC3339Nano)}); err != nil {
@@ -123,6 +123,19 @@ func (r *Runtime) StartContainer(ctx context.Context, sb *Sandbox, c ContainerCo
 	ok = true
 	return &Container{ID: id, PodUID: sb.PodUID, Name: c.Name, Attempt: c.Attempt, Image: c.Image,
 		Pid: task.Pid(), LogPath: logPath, StartedAt: started}, nil
+}
+
+func (r *Runtime) startTask(ctx context.Context, cont containerd.Container, logPath string) (_ containerd.Task, err error) {
+	ctx, end := op(ctx, "start container", containerAttr(cont.ID()))
+	defer end(&err)
+	task, err := cont.NewTask(ctx, cio.LogFile(logPath))
+	if err != nil {
+		return nil, fmt.Errorf("create task: %w", err)
+	}
+	if err := task.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start task: %w", err)
+	}
+	return task, nil
 }
 
 func (r *Runtime) adoptRunning(ctx context.Context, c containerd.Container) (*Container, error) {
@@ -198,6 +211,25 @@ func bindMount(src, dst string, ro bool) specs.Mount {
 // the task, the container and its snapshot. The log file stays (previous
 // attempt's logs) until the sandbox goes. A missing container is not an error.
 func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
+	return r.withContainer(ctx, id, func(ctx context.Context, c containerd.Container) error {
+		if err := r.killTask(ctx, "stop container", c, grace); err != nil {
+			return err
+		}
+		return r.deleteContainer(ctx, c)
+	})
+}
+
+// KillContainer stops a container's process like StopContainer (SIGTERM, SIGKILL after grace)
+// but keeps the container, so its exit code and attempt number stay for status and restart.
+// A missing container is not an error.
+func (r *Runtime) KillContainer(ctx context.Context, id string, grace time.Duration) error {
+	return r.withContainer(ctx, id, func(ctx context.Context, c containerd.Container) error {
+		return r.killTask(ctx, "kill container", c, grace)
+	})
+}
+
+// withContainer runs f on container id under its lock; a missing container is not an error.
+func (r *Runtime) withContainer(ctx context.Context, id string, f func(context.Context, containerd.Container) error) error {
 	ctx = r.ctx(ctx)
 	defer r.locks.lock("ctr/" + id)()
 	c, err := r.client.LoadContainer(ctx, id)
@@ -207,13 +239,12 @@ func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Durat
 	if err != nil {
 		return err
 	}
-	if err := r.killTask(ctx, c, grace); err != nil {
-		return err
-	}
-	return r.deleteContainer(ctx, c)
+	return f(ctx, c)
 }
 
-func (r *Runtime) killTask(ctx context.Context, c containerd.Container, grace time.Duration) error {
+func (r *Runtime) killTask(ctx context.Context, opName string, c containerd.Container, grace time.Duration) (err error) {
+	ctx, end := op(ctx, opName, containerAttr(c.ID()))
+	defer end(&err)
 	task, err := c.Task(ctx, nil)
 	if errdefs.IsNotFound(err) {
 		return nil
@@ -255,7 +286,9 @@ func (r *Runtime) killTask(ctx context.Context, c containerd.Container, grace ti
 	}
 }
 
-func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) error {
+func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) (err error) {
+	ctx, end := op(ctx, "delete container", containerAttr(c.ID()))
+	defer end(&err)
 	if task, err := c.Task(ctx, nil); err == nil {
 		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
 			return fmt.Errorf("delete task %s: %w", c.ID(), err)

@@ -7,6 +7,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/distribution/reference"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // NormalizeImage turns a pod's image into the full reference containerd stores
@@ -31,7 +32,9 @@ func (r *Runtime) HasImage(ctx context.Context, image string) bool {
 
 // Pull fetches an image from its registry and unpacks it for pods. Registries on localhost
 // are spoken to over plain HTTP, as containerd does by default.
-func (r *Runtime) Pull(ctx context.Context, image string) error {
+func (r *Runtime) Pull(ctx context.Context, image string) (err error) {
+	ctx, end := op(ctx, "pull image", attribute.String("container.image.name", image))
+	defer end(&err)
 	ref, err := NormalizeImage(image)
 	if err != nil {
 		return err

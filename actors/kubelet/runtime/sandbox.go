@@ -14,6 +14,8 @@ import (
 	"github.com/containerd/errdefs"
 	gocni "github.com/containerd/go-cni"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	containerd "github.com/containerd/containerd/v2/client"
 )
@@ -98,48 +100,62 @@ func (r *Runtime) RunSandbox(ctx context.Context, s SandboxConfig) (*Sandbox, er
 	}()
 	// The record comes first so a crash at any later step leaves something
 	// StopSandbox (or the next RunSandbox) can find and clean.
-	c, err := r.client.NewContainer(ctx, id,
+	cctx, end := op(ctx, "create sandbox", podAttr(s.PodUID))
+	c, err := r.client.NewContainer(cctx, id,
 		containerd.WithSpec(&oci.Spec{Version: specs.Version}),
 		containerd.WithContainerLabels(sandboxLabels(sb)))
+	end(&err)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox record: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Join(sb.Dir, "logs"), 0o755); err != nil {
+	if err := r.startSandbox(ctx, c, sb, s); err != nil {
 		return nil, err
+	}
+	ok = true
+	return sb, nil
+}
+
+// startSandbox brings a recorded sandbox up: namespace, CNI network, pod files, its IP label.
+func (r *Runtime) startSandbox(ctx context.Context, c containerd.Container, sb *Sandbox, s SandboxConfig) (err error) {
+	ctx, end := op(ctx, "start sandbox", podAttr(s.PodUID))
+	defer end(&err)
+	if err := os.MkdirAll(filepath.Join(sb.Dir, "logs"), 0o755); err != nil {
+		return err
 	}
 	_ = removeNetNS(sb.NetNSPath) // leftover of a crash before the record existed
 	if err := newNetNS(sb.NetNSPath); err != nil {
-		return nil, err
+		return err
 	}
 	r.cniMu.Lock()
-	res, err := r.cni.Setup(ctx, id, sb.NetNSPath, r.cniOpts(sb)...)
+	res, err := r.cni.Setup(ctx, sb.ID, sb.NetNSPath, r.cniOpts(sb)...)
 	r.cniMu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("cni add: %w", err)
+		return fmt.Errorf("cni add: %w", err)
 	}
 	if sb.IP, err = podIP(res); err != nil {
-		return nil, err
+		return err
 	}
 	if err := writePodFiles(sb, s); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := c.SetLabels(ctx, map[string]string{labelIP: sb.IP}); err != nil {
-		return nil, err
+		return err
 	}
 	info, err := c.Info(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sb.CreatedAt = info.CreatedAt
-	ok = true
-	return sb, nil
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("k8s.pod.ip", sb.IP))
+	return nil
 }
 
 // StopSandbox kills and deletes the pod's containers, detaches the network
 // (CNI DEL: veth and IP released), removes the namespace and the pod's files
 // and cgroups, and drops the record. A pod with nothing left is not an error.
-func (r *Runtime) StopSandbox(ctx context.Context, podUID string) error {
-	ctx = r.ctx(ctx)
+func (r *Runtime) StopSandbox(ctx context.Context, podUID string) (err error) {
+	ctx, end := op(r.ctx(ctx), "stop sandbox", podAttr(podUID))
+	defer end(&err)
 	defer r.locks.lock("pod/" + podUID)()
 	return r.teardownSandbox(ctx, podUID)
 }

@@ -53,8 +53,9 @@ type ContainerStatus struct {
 // List returns every sandbox and container of this runtime's namespace,
 // read back from containerd labels and task state: what an agent needs to
 // adopt its pods after a restart.
-func (r *Runtime) List(ctx context.Context) ([]SandboxStatus, error) {
-	ctx = r.ctx(ctx)
+func (r *Runtime) List(ctx context.Context) (_ []SandboxStatus, err error) {
+	ctx, end := op(r.ctx(ctx), "list")
+	defer end(&err)
 	all, err := r.client.Containers(ctx, `labels."`+labelRole+`"`)
 	if err != nil {
 		return nil, err

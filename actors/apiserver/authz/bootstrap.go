@@ -1,0 +1,116 @@
+package authz
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/actors/apiserver/authn"
+)
+
+// Names of the component identities the bootstrap policy grants (the NATS identities of H4's
+// secured mode map onto the same names).
+const (
+	SchedulerUser         = "system:kube-scheduler"
+	ControllerManagerUser = "system:kube-controller-manager"
+)
+
+var (
+	read  = []string{"get", "list", "watch"}
+	write = []string{"create", "update", "patch", "delete", "deletecollection"}
+	all   = []string{"*"}
+	// The groups Skiff serves, for rules that cover "everything of the built-in kinds".
+	servedGroups = []string{"", "apps", "discovery.k8s.io", "coordination.k8s.io"}
+)
+
+// exportSpans lets a component send its spans to the embedded span store (OTLP/HTTP path).
+var exportSpans = rbacv1.PolicyRule{Verbs: []string{"post"}, NonResourceURLs: []string{"/v1/traces"}}
+
+func rule(verbs, groups, resources []string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{Verbs: verbs, APIGroups: groups, Resources: resources}
+}
+
+func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
+	core := []string{"pods", "pods/log", "services", "configmaps", "events"}
+	if withSecrets {
+		core = append(core, "secrets")
+	}
+	if withExec {
+		core = append(core, "pods/exec")
+	}
+	return []rbacv1.PolicyRule{
+		rule(verbs, []string{""}, core),
+		rule(verbs, []string{"apps"}, []string{"deployments", "deployments/scale", "replicasets", "replicasets/scale", "daemonsets"}),
+		rule(verbs, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
+		rule(verbs, []string{"coordination.k8s.io"}, []string{"leases"}),
+		rule(read, []string{""}, []string{"namespaces", "pods/status", "services/status"}),
+		rule(read, []string{"apps"}, []string{"deployments/status", "replicasets/status", "daemonsets/status"}),
+	}
+}
+
+// BootstrapPolicy is the RBAC every cluster starts with, as Kubernetes' bootstrap policy names it:
+// cluster-admin, admin, edit, view, the component roles, and discovery for every authenticated user.
+func BootstrapPolicy() []runtime.Object {
+	roles := map[string][]rbacv1.PolicyRule{
+		"cluster-admin": {rule(all, all, all), {Verbs: all, NonResourceURLs: all}},
+		"admin":         {rule(all, all, all)},
+		"edit":          workloads(append(append([]string{}, read...), write...), true, true),
+		"view":          workloads(read, false, false),
+		"system:discovery": {{Verbs: []string{"get"}, NonResourceURLs: []string{
+			"/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/", "/healthz", "/livez", "/readyz"}}},
+		// Nodes may read what they run and write their Node, Lease, pod status and Events;
+		// NodeRestriction (admission) narrows the writes to the node's own objects.
+		"system:node": {
+			rule(read, servedGroups, []string{"pods", "nodes", "services", "endpointslices", "configmaps", "secrets", "namespaces", "leases"}),
+			rule([]string{"create", "update", "patch", "delete"}, []string{""}, []string{"nodes", "nodes/status"}),
+			rule([]string{"update", "patch"}, []string{""}, []string{"pods/status"}),
+			rule([]string{"delete"}, []string{""}, []string{"pods"}),
+			rule([]string{"create", "update", "patch"}, []string{""}, []string{"events"}),
+			rule([]string{"create", "update", "patch", "delete"}, []string{"coordination.k8s.io"}, []string{"leases"}),
+			exportSpans,
+		},
+		SchedulerUser: {
+			exportSpans,
+			rule(read, all, all),
+			rule([]string{"create"}, []string{""}, []string{"pods/binding"}),
+			rule([]string{"update", "patch"}, []string{""}, []string{"pods/status"}),
+			rule([]string{"create", "update", "patch"}, []string{""}, []string{"events"}),
+			rule([]string{"create", "update", "patch", "get"}, []string{"coordination.k8s.io"}, []string{"leases"}),
+		},
+		// The controllers write the workload kinds, Nodes (lifecycle), Namespaces (deletion) and
+		// delete what the garbage collector collects; they never create or change RBAC objects.
+		ControllerManagerUser: {
+			exportSpans,
+			rule(read, all, all),
+			rule([]string{"delete"}, all, all), // the garbage collector removes dependents of any kind
+			rule(all, []string{""}, []string{"pods", "pods/status", "pods/binding", "nodes", "nodes/status", "namespaces", "namespaces/status", "namespaces/finalize",
+				"services", "services/status", "configmaps", "events"}),
+			rule(all, []string{"apps"}, []string{"deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale",
+				"daemonsets", "daemonsets/status"}),
+			rule(all, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
+			rule(all, []string{"coordination.k8s.io"}, []string{"leases"}),
+		},
+	}
+	bindings := []struct {
+		role    string
+		subject rbacv1.Subject
+	}{
+		{"cluster-admin", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: authn.GroupMasters}},
+		{"system:discovery", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: authn.GroupAuthenticated}},
+		{"system:node", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: authn.GroupNodes}},
+		{SchedulerUser, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: SchedulerUser}},
+		{ControllerManagerUser, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: ControllerManagerUser}},
+	}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}}
+	}
+	var out []runtime.Object
+	for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:discovery", "system:node", SchedulerUser, ControllerManagerUser} {
+		out = append(out, &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, ObjectMeta: meta(name), Rules: roles[name]})
+	}
+	for _, b := range bindings {
+		out = append(out, &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: meta(b.role), RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: b.role}, Subjects: []rbacv1.Subject{b.subject}})
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/skiff-sh/skiff/actors/apiserver"
+	"github.com/skiff-sh/skiff/actors/apiserver/authn"
+	"github.com/skiff-sh/skiff/actors/apiserver/authz"
+	"github.com/skiff-sh/skiff/internal/pki"
+)
+
+// APIAuth turns on the apiserver's HTTPS, authentication and RBAC (Config.APIAuth; NATS is
+// secured separately, secure.go). The CA and certificates
+// (DataDir/tls) and the token file (DataDir/tokens.csv, with an admin token) are generated on
+// first start and reused after.
+type APIAuth struct {
+	Enabled     bool
+	SANs        []string // extra names and IPs of the serving certificate
+	ClientQPS   float64  // per-user rate limit (system:masters exempt); 0 = none
+	ClientBurst int
+}
+
+// Files under DataDir.
+const (
+	TLSDir    = "tls"
+	TokenFile = "tokens.csv"
+)
+
+// controlPlaneUser is who in-process components are over NATS until NATS carries identities.
+var controlPlaneUser = authn.User{Name: "system:skiff-control-plane", Groups: []string{authn.GroupMasters, authn.GroupAuthenticated}}
+
+type apiAuthState struct {
+	pki        *pki.Bundle
+	adminToken string
+	rbac       *authz.RBAC
+}
+
+// apiOptions fills in the security part of the apiserver's options.
+func (cp *ControlPlane) apiOptions(o apiserver.Options) (apiserver.Options, error) {
+	sc := cp.cfg.APIAuth
+	if !sc.Enabled {
+		return o, nil
+	}
+	if cp.cfg.DataDir == "" {
+		return o, errors.New("controlplane: APIAuth needs a DataDir for its certificates and tokens")
+	}
+	bundle, err := pki.Ensure(filepath.Join(cp.cfg.DataDir, TLSDir), sc.SANs)
+	if err != nil {
+		return o, fmt.Errorf("certificates: %w", err)
+	}
+	tokPath := filepath.Join(cp.cfg.DataDir, TokenFile)
+	admin, err := authn.EnsureTokenFile(tokPath)
+	if err != nil {
+		return o, fmt.Errorf("tokens: %w", err)
+	}
+	tokens, err := authn.LoadTokens(tokPath)
+	if err != nil {
+		return o, fmt.Errorf("tokens: %w", err)
+	}
+	cp.apiAuth = &apiAuthState{pki: bundle, adminToken: admin, rbac: authz.NewRBAC(cp.Log)}
+	wire := controlPlaneUser
+	o.Auth = &apiserver.Auth{
+		Authenticator: &authn.Authenticator{Tokens: tokens, ClientCA: bundle.CertPool()},
+		Authorizer:    cp.apiAuth.rbac,
+		WireUser:      &wire,
+	}
+	o.ClientQPS, o.ClientBurst = sc.ClientQPS, sc.ClientBurst
+	return o, nil
+}
+
+// startRBAC writes the bootstrap policy and waits until the authorizer's mirror holds it.
+func (cp *ControlPlane) startRBAC(ctx context.Context) error {
+	if cp.apiAuth == nil {
+		return nil
+	}
+	if err := cp.API.EnsureBootstrapPolicy(ctx); err != nil {
+		return err
+	}
+	cp.apiAuth.rbac.Run(cp.bg)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if !cp.apiAuth.rbac.WaitForSync(ctx) {
+		return errors.New("controlplane: RBAC policy did not load")
+	}
+	return nil
+}
+
+// serverTLS is the HTTPS config of the API (nil = plain HTTP).
+func (cp *ControlPlane) serverTLS() *tls.Config {
+	if cp.apiAuth == nil {
+		return nil
+	}
+	return cp.apiAuth.pki.ServerTLS()
+}
+
+// PKI is the control plane's certificates (nil without APIAuth).
+func (cp *ControlPlane) PKI() *pki.Bundle {
+	if cp.apiAuth == nil {
+		return nil
+	}
+	return cp.apiAuth.pki
+}
+
+// AdminToken is the admin's bearer token from the token file ("" without APIAuth).
+func (cp *ControlPlane) AdminToken() string {
+	if cp.apiAuth == nil {
+		return ""
+	}
+	return cp.apiAuth.adminToken
+}

@@ -1,0 +1,26 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/skiff-sh/skiff/internal/metrics"
+)
+
+// Results of one scheduling attempt, as kube-scheduler labels them.
+const (
+	resultScheduled     = "scheduled"
+	resultUnschedulable = "unschedulable"
+	resultError         = "error"
+)
+
+var (
+	attempts = metrics.Counter("skiff_scheduler_schedule_attempts_total",
+		"Scheduling attempts by result: scheduled (bound), unschedulable (no node fits) or error.", "result")
+	attemptDuration = metrics.Histogram("skiff_scheduler_scheduling_attempt_duration_seconds",
+		"Time from the start of a scheduling cycle to the end of its bind, by result.", "result")
+)
+
+func observeAttempt(result string, start time.Time) {
+	attempts.WithLabelValues(result).Inc()
+	attemptDuration.WithLabelValues(result).Observe(metrics.Since(start))
+}

@@ -1,0 +1,38 @@
+package statelog
+
+import (
+	"errors"
+	"time"
+
+	"github.com/skiff-sh/skiff/internal/metrics"
+)
+
+var (
+	writeDuration = metrics.Histogram("skiff_statelog_write_duration_seconds",
+		"Time from publishing a write to the state stream until this log's view has applied it.", "op", "result")
+	watchLag = metrics.Histogram("skiff_statelog_watch_lag_seconds",
+		"Time from a write being stored in the stream until its event is handed to a watcher.").WithLabelValues()
+)
+
+func observeWrite(del bool, start time.Time, err error) {
+	op := "put"
+	if del {
+		op = "delete"
+	}
+	result := "ok"
+	switch {
+	case errors.Is(err, errWrongLast):
+		result = "conflict"
+	case err != nil:
+		result = "error"
+	}
+	writeDuration.WithLabelValues(op, result).Observe(metrics.Since(start))
+}
+
+// observeLag records how stale a live event is as it goes to its watcher; replayed history
+// and snapshots are not lag.
+func observeLag(ev Event) {
+	if ev.Type != EventBookmark && !ev.Time.IsZero() {
+		watchLag.Observe(metrics.Since(ev.Time))
+	}
+}

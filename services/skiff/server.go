@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/skiff-sh/skiff/actors/controlplane"
+)
+
+// controlPlaneFlags are the flags `skiff up` and `skiff server` share; flags for every
+// control-plane process (metrics, auth) belong here.
+func controlPlaneFlags(f *pflag.FlagSet, cfg *controlplane.Config, node *nodeFlags, listen string) {
+	f.StringVar(&node.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP here (standard OTEL_* variables are honoured too)")
+	node.metricsFlag(f)
+	f.StringVar(&cfg.DataDir, "data-dir", defaultDataDir(), "where the state log (JetStream store) and the kubeconfig live")
+	f.StringVar(&cfg.Listen, "listen", listen, "apiserver address")
+	f.StringVar(&cfg.NATSURL, "nats-url", "", "use this NATS (JetStream) cluster instead of the embedded server (comma-separated URLs)")
+	f.IntVar(&cfg.NATSPort, "nats-port", 4222, "embedded NATS client port (0 = in-process only)")
+	f.IntVar(&cfg.Replicas, "replicas", 1, "replicas of the state stream and the lease bucket (3 on a NATS cluster)")
+	f.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "ClusterIP range")
+	f.DurationVar(&cfg.CompactEvery, "compact-every", 5*time.Minute, "how often old history is compacted")
+	f.DurationVar(&cfg.CompactKeep, "compact-keep", 5*time.Minute, "how much history watches can resume from")
+	f.BoolVar(&cfg.APIAuth.Enabled, "api-auth", false, "serve the API over HTTPS with authentication and RBAC (certificates and tokens.csv under --data-dir)")
+	f.StringSliceVar(&cfg.APIAuth.SANs, "tls-san", nil, "extra host names or IPs of the API's serving certificate")
+	f.Float64Var(&cfg.APIAuth.ClientQPS, "client-qps", 0, "requests per second each authenticated user may make (system:masters exempt; 0 = no limit)")
+	f.IntVar(&cfg.APIAuth.ClientBurst, "client-burst", 0, "burst above --client-qps (default: the QPS rounded up)")
+}
+
+func newServer() *cobra.Command {
+	cfg := controlplane.Config{}
+	node := nodeFlags{} // tracing only: `skiff server` runs no node agent
+	var components []string
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run control-plane components (apiserver, scheduler, controller-manager), leader-elected, on a NATS JetStream cluster",
+		Long: `Run the control plane, or some of its components, against a NATS JetStream cluster
+(--nats-url) or an embedded server. Run as many replicas as you like: apiserver replicas
+share the load; the scheduler and the controller-manager run only in the replica holding
+their lease in JetStream, and a standby takes over within --lease-duration.`,
+		Example: `  skiff server --nats-url nats://nats1:4222,nats://nats2:4222,nats://nats3:4222 --replicas 3
+  skiff server --nats-url nats://nats1:4222 --components scheduler,controller-manager`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Components = components
+			if err := checkServerFlags(cmd.Flags(), cfg); err != nil {
+				return err
+			}
+			return runControlPlane(cmd.Context(), cfg, &node)
+		},
+	}
+	f := cmd.Flags()
+	controlPlaneFlags(f, &cfg, &node, "0.0.0.0:6443")
+	f.StringSliceVar(&components, "components", []string{controlplane.APIServer, controlplane.Scheduler, controlplane.ControllerManager},
+		"what this process runs: "+strings.Join(controlplane.Components(), ", "))
+	f.BoolVar(&cfg.LeaderElect, "leader-elect", true, "run the scheduler and the controller-manager only while holding their lease")
+	f.DurationVar(&cfg.LeaseDuration, "lease-duration", controlplane.DefaultLeaseDuration, "how long a dead leader's lease blocks its standby")
+	f.StringVar(&cfg.Identity, "identity", "", "this replica's name in leases (default: hostname and a random suffix)")
+	f.StringVar(&cfg.NATSCreds, "nats-creds", "", "credentials file for --nats-url")
+	return cmd
+}
+
+func checkServerFlags(f *pflag.FlagSet, cfg controlplane.Config) error {
+	if len(cfg.Components) == 0 {
+		return fmt.Errorf("--components: name at least one of %s", strings.Join(controlplane.Components(), ", "))
+	}
+	if f.Changed("listen") && cfg.Listen != "" && !slices.Contains(cfg.Components, controlplane.APIServer) {
+		return fmt.Errorf("--listen %s: this process serves no API (--components has no %s)", cfg.Listen, controlplane.APIServer)
+	}
+	if cfg.LeaseDuration < time.Second {
+		return fmt.Errorf("--lease-duration %v: must be at least 1s", cfg.LeaseDuration)
+	}
+	return nil
+}
