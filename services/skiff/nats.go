@@ -14,8 +14,8 @@ import (
 )
 
 type natsFlags struct {
-	name, listen, clusterListen, clusterName, dataDir string
-	routes                                            []string
+	name, listen, clusterListen, clusterName, dataDir, authDir string
+	routes                                                     []string
 }
 
 func newNATS() *cobra.Command {
@@ -51,6 +51,8 @@ func newNATS() *cobra.Command {
 	f.StringSliceVar(&fl.routes, "routes", nil, "the other servers' route URLs (nats://host:port, comma-separated; listing this server too is fine)")
 	f.StringVar(&fl.clusterName, "cluster-name", "skiff", "cluster name, the same on every server")
 	f.StringVar(&fl.dataDir, "data-dir", defaultDataDir()+"-nats", "JetStream store")
+	f.StringVar(&fl.authDir, "auth-dir", "", "secure the server with the NATS keys here (made on first use; the same keys on every server of the cluster; "+
+		"credentials: skiff nats-creds --keys-dir DIR --role ROLE)")
 	return cmd
 }
 
@@ -62,6 +64,11 @@ func (fl natsFlags) config() (natsserver.Config, error) {
 	cfg := natsserver.Config{ServerName: fl.name, Host: host, Port: port, DataDir: fl.dataDir, Log: true}
 	if fl.name == "" {
 		return cfg, fmt.Errorf("--name: required")
+	}
+	if fl.authDir != "" {
+		if cfg.Auth, err = natsserver.LoadAuth(fl.authDir); err != nil {
+			return cfg, fmt.Errorf("--auth-dir: %w", err)
+		}
 	}
 	if fl.clusterListen == "" {
 		if len(fl.routes) > 0 {
