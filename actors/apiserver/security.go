@@ -168,7 +168,7 @@ var connectSubresources = map[string]bool{"exec": true, "attach": true, "portfor
 // authzAttributes is what the authorizer is asked about r.
 func authzAttributes(r *http.Request, u authn.User) authz.Attributes {
 	info, ok := parseRequest(r)
-	if !ok {
+	if !ok || info.resource == "" { // "/api/v1//x" names no resource: authorize it as a path
 		verb := strings.ToLower(r.Method)
 		if r.Method == http.MethodHead {
 			verb = "get"

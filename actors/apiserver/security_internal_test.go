@@ -37,7 +37,7 @@ func TestAuthzAttributes(t *testing.T) {
 // FuzzAuthzAttributes: whatever the path, the attributes name a verb, and a resource request
 // names a resource; nothing panics.
 func FuzzAuthzAttributes(f *testing.F) {
-	for _, p := range []string{"/api/v1/namespaces/x/pods/p/log", "/apis/apps/v1/watch/namespaces/x/deployments", "/api//v1/", "/apis/a/b/c/d/e/f/g", "/%2e%2e/api"} {
+	for _, p := range []string{"/api/v1/namespaces/x/pods/p/log", "/apis/apps/v1/watch/namespaces/x/deployments", "/api//v1/", "/apis/a/b/c/d/e/f/g", "/%2e%2e/api", "/api/0//00"} {
 		f.Add("GET", p)
 	}
 	f.Fuzz(func(t *testing.T, method, path string) {
