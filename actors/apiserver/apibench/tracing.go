@@ -16,10 +16,11 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/internal/benchutil"
+	"github.com/skiff-sh/skiff/internal/spanstore"
 )
 
 // RunTracingOverhead measures HTTP create throughput with tracing off and with every request
-// sampled (spans batched to an exporter that drops them, so only Skiff's own cost counts), each
+// sampled (spans kept in the embedded span store and batched to an exporter that drops them), each
 // on a fresh control plane, and prints the ratio.
 func RunTracingOverhead(w io.Writer, o Options) error {
 	o.defaults()
@@ -40,7 +41,9 @@ func RunTracingOverhead(w io.Writer, o Options) error {
 		}
 		return creates(ctx, client, cp.URL(), tag, o.Workers, o.Creates)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	// As `skiff up` runs it: every span into the embedded store, and batched to an exporter.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithSpanProcessor(spanstore.New(spanstore.Options{})), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 	defer tp.Shutdown(context.Background())
 	// Alternate the two settings and keep the median of each, so drift in the machine's load
 	// does not land on one side.
