@@ -21,9 +21,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/actors/apiclient"
-	"github.com/skiff-sh/skiff/internal/testutil"
-	"github.com/skiff-sh/skiff/internal/testutil/echoapp"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/echoapp"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // The compose stack (deploy/compose.yaml) as a user meets it: brought up with Docker, driven

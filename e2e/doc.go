@@ -2,7 +2,7 @@
 // (containerd + runc, CNI networking, eBPF Service routing) on this machine. They need root and
 // the node binaries that .ci/deps/node.sh installs, and skip with the reason otherwise.
 //
-// The netns_* tests run a multi-node cluster (internal/testutil/netnscluster): each node a
+// The netns_* tests run a multi-node cluster (testkit/netnscluster): each node a
 // `skiff agent` process in its own network namespace, cgroup2 subtree and containerd, joined
 // by a host bridge, with the control plane in the test process. They cover pod-to-pod and
 // Service traffic across nodes and the fault scenarios, each logging its measured recovery

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/skiff-sh/skiff/actors/nodeapi"
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // Logs and exec reach the container through the apiserver's pods/log and pods/exec, and stock

@@ -12,9 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/skiff-sh/skiff/internal/testutil"
-	"github.com/skiff-sh/skiff/internal/testutil/netnscluster"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/netnscluster"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // Three `skiff nats` servers hold the state at R3. kill -9 the one leading the state stream

@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // A node cut off the network is marked NotReady and its pods are replaced elsewhere; when it

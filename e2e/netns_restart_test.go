@@ -8,10 +8,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/skiff-sh/skiff/internal/testutil"
-	"github.com/skiff-sh/skiff/internal/testutil/echoapp"
-	"github.com/skiff-sh/skiff/internal/testutil/netnscluster"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/echoapp"
+	"github.com/skiff-sh/skiff/testkit/netnscluster"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // Restart everything (every agent, the control plane and its NATS server, same data dirs):

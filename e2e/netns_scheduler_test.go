@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/actors/controlplane"
-	"github.com/skiff-sh/skiff/internal/testutil"
-	"github.com/skiff-sh/skiff/internal/testutil/echoapp"
-	"github.com/skiff-sh/skiff/internal/testutil/netnscluster"
+	"github.com/skiff-sh/skiff/testkit/echoapp"
+	"github.com/skiff-sh/skiff/testkit/netnscluster"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // Two `skiff server --components scheduler` replicas, leader-elected: kill -9 the leader and

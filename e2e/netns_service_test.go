@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiff-sh/skiff/internal/testutil"
-	"github.com/skiff-sh/skiff/internal/testutil/echoapp"
-	"github.com/skiff-sh/skiff/internal/testutil/netnscluster"
+	"github.com/skiff-sh/skiff/testkit/echoapp"
+	"github.com/skiff-sh/skiff/testkit/netnscluster"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // Two nodes, each an agent in its own netns: a client pod on node B reaches a Service whose

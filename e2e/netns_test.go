@@ -12,10 +12,10 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/nodeapi"
-	"github.com/skiff-sh/skiff/internal/testutil"
-	"github.com/skiff-sh/skiff/internal/testutil/echoapp"
-	"github.com/skiff-sh/skiff/internal/testutil/netnscluster"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/echoapp"
+	"github.com/skiff-sh/skiff/testkit/netnscluster"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // cluster wraps a netns cluster with the API helpers the multi-node tests share.

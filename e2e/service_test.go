@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/skiff-sh/skiff/testkit/needs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +17,9 @@ import (
 	"github.com/skiff-sh/skiff/actors/agent"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/deploy/images/examples"
-	"github.com/skiff-sh/skiff/internal/testutil"
-	"github.com/skiff-sh/skiff/internal/testutil/echoapp"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/echoapp"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // node is one control plane + one real node agent in this process.
@@ -30,15 +31,15 @@ type node struct {
 func startNode(t *testing.T) *node {
 	t.Helper()
 	if why := agent.Supported(); why != "" {
-		t.Skip(why)
+		needs.Skip(t, why)
 	}
 	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed (bash .ci/deps/node.sh installs it)", bin)
+			needs.Skipf(t, "%s not installed (bash .ci/deps/node.sh installs it)", bin)
 		}
 	}
 	if _, err := os.Stat("/opt/cni/bin/bridge"); err != nil {
-		t.Skip("CNI plugins not installed (bash .ci/deps/node.sh installs them)")
+		needs.Skip(t, "CNI plugins not installed (bash .ci/deps/node.sh installs them)")
 	}
 	// Short paths: containerd's socket path must fit in a unix socket address.
 	dir, err := os.MkdirTemp("", "skiff-e2e-")
@@ -53,7 +54,7 @@ func startNode(t *testing.T) *node {
 	cp := testutil.StartControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{Log: cp.Log, Client: cp.Client, NATS: cp.Conn, Actors: cp.Actors, NodeName: "e2e-node",
+	a, err := agent.Start(ctx, agent.Config{Log: cp.Log, Informers: cp.Informers, Client: cp.Client, NATS: cp.Conn, Actors: cp.Actors, NodeName: "e2e-node",
 		DataDir: dir, PodCIDR: "10.231.0.0/24", Bridge: "skiffe2e0", ImagesDir: images})
 	if err != nil {
 		t.Fatal(err)

@@ -12,10 +12,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/skiff-sh/skiff/internal/testutil"
-	"github.com/skiff-sh/skiff/internal/testutil/echoapp"
 	"github.com/skiff-sh/skiff/internal/tracing/tracingtest"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/echoapp"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 var traced = echoapp.App{Name: "traced"}.Manifest()

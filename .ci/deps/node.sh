@@ -2,7 +2,7 @@
 # Node runtime for actors/kubelet/runtime: containerd v2 daemon + runc shim
 # (built with go install, no btrfs headers needed), runc and iproute2 from
 # Debian, and the CNI plugins the runtime calls (bridge, host-local,
-# loopback, portmap) in /opt/cni/bin. Idempotent; run as root.
+# loopback, portmap, firewall) in /opt/cni/bin. Idempotent; run as root.
 set -euo pipefail
 
 CONTAINERD_VERSION=v2.4.2
@@ -37,7 +37,7 @@ fi
 
 mkdir -p "$CNI_BIN_DIR"
 missing=()
-for p in bridge host-local loopback portmap; do
+for p in bridge host-local loopback portmap firewall; do
 	[ -x "$CNI_BIN_DIR/$p" ] || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -46,7 +46,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 		case "$p" in
 		bridge | loopback) mods+=("github.com/containernetworking/plugins/plugins/main/$p@${CNI_PLUGINS_VERSION}") ;;
 		host-local) mods+=("github.com/containernetworking/plugins/plugins/ipam/$p@${CNI_PLUGINS_VERSION}") ;;
-		portmap) mods+=("github.com/containernetworking/plugins/plugins/meta/$p@${CNI_PLUGINS_VERSION}") ;;
+		portmap | firewall) mods+=("github.com/containernetworking/plugins/plugins/meta/$p@${CNI_PLUGINS_VERSION}") ;;
 		esac
 	done
 	GOBIN="$gobin" CGO_ENABLED=0 go install "${mods[@]}"

@@ -18,16 +18,21 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/actors/kubelet"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 	"github.com/skiff-sh/skiff/actors/proxy"
+	"github.com/skiff-sh/skiff/actors/routes"
 	"github.com/skiff-sh/skiff/bus/statelog"
 )
 
 // Config describes one node.
 type Config struct {
-	Log              *statelog.Log
-	Client           *apiclient.Client
+	Log    *statelog.Log
+	Client *apiclient.Client
+	// Informers is the process's shared informer factory (skiff up shares the control plane's);
+	// nil = the agent makes one and spawns its actor.
+	Informers        *informer.Factory
 	NATS             *nats.Conn // the node API (logs, exec) is served here
 	Actors           *actorkit.System
 	NodeName         string
@@ -41,7 +46,7 @@ type Config struct {
 	Namespace        string        // containerd namespace the node's pods live in (and their cgroup parent); default "skiff"
 	RenewInterval    time.Duration // node lease renewal; 0 = the kubelet's default (10 s)
 	// RoutePodCIDRs programs a route to every other Ready node's pod CIDR via its InternalIP
-	// (nodes on one L2 segment; see routes.go).
+	// (nodes on one L2 segment; see actors/routes).
 	RoutePodCIDRs bool
 	Logger        *slog.Logger
 }
@@ -84,6 +89,15 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
 	a := &Agent{Runtime: rt, actors: cfg.Actors, node: cfg.NodeName}
+	if cfg.Informers == nil {
+		cfg.Informers = informer.NewFactory(cfg.Log)
+		pid, err := cfg.Actors.Spawn("informers", cfg.Informers.Actor())
+		if err != nil {
+			a.Stop()
+			return nil, err
+		}
+		a.pids = append(a.pids, pid)
+	}
 	if cfg.ImagesDir != "" {
 		if err := rt.ImportDir(ctx, cfg.ImagesDir); err != nil {
 			cfg.Logger.Warn("importing images", "dir", cfg.ImagesDir, "err", err)
@@ -96,7 +110,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 			return nil, err
 		}
 	}
-	pid, err := cfg.Actors.Spawn("kubelet", kubelet.New(kubelet.Config{Log: cfg.Log, Client: cfg.Client, NodeName: cfg.NodeName, Runtime: rt, PodCIDR: cfg.PodCIDR,
+	pid, err := cfg.Actors.Spawn("kubelet", kubelet.New(kubelet.Config{Log: cfg.Log, Informers: cfg.Informers, Client: cfg.Client, NodeName: cfg.NodeName, Runtime: rt, PodCIDR: cfg.PodCIDR,
 		NodeIP: cfg.NodeIP, RenewInterval: cfg.RenewInterval, Logger: cfg.Logger}))
 	if err != nil {
 		a.Stop()
@@ -110,9 +124,9 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 			a.Stop()
 			return nil, fmt.Errorf("enable ip_forward: %w", err)
 		}
-		routes, err := newPodRoutes(cfg.Log, cfg.NodeName, cfg.PodCIDR, routeEnv{}, cfg.Logger)
+		producer, err := routes.New(cfg.Informers, cfg.NodeName, cfg.PodCIDR, routes.Env{}, cfg.Logger)
 		if err == nil {
-			pid, err = cfg.Actors.Spawn("routes", routes)
+			pid, err = cfg.Actors.Spawn("routes", producer)
 		}
 		if err != nil {
 			a.Stop()
@@ -120,7 +134,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 		a.pids = append(a.pids, pid)
 	}
-	a.Proxy = proxy.New(proxy.Config{Log: cfg.Log, NodeName: cfg.NodeName, Cgroups: []string{cgroup}, Logger: cfg.Logger})
+	a.Proxy = proxy.New(proxy.Config{Log: cfg.Log, Informers: cfg.Informers, NodeName: cfg.NodeName, Cgroups: []string{cgroup}, Logger: cfg.Logger})
 	if pid, err = cfg.Actors.Spawn("proxy", a.Proxy.Producer()); err != nil {
 		a.Stop()
 		return nil, err

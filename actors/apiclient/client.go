@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/skiff-sh/skiff/actors/apiwire"
 	"io"
 	"net/http"
 	"net/url"
@@ -21,25 +22,24 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/skiff-sh/skiff/actors/apiserver"
 	"github.com/skiff-sh/skiff/bus/rpc"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
 // Transport carries one API request.
 type Transport interface {
-	Do(ctx context.Context, req apiserver.WireRequest) (apiserver.WireResponse, error)
+	Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error)
 }
 
 // NATS sends requests to the apiserver actor over NATS request/reply.
 type NATS struct {
 	Conn *nats.Conn
 	// Subject names the caller (identity.ID.APISubject, e.g. skiff.api.node_<name>); on secured
-	// NATS only that identity may publish there. "" = apiserver.Subject, the in-process caller.
+	// NATS only that identity may publish there. "" = apiwire.Subject, the in-process caller.
 	Subject string
 }
 
-func (t NATS) Do(ctx context.Context, req apiserver.WireRequest) (apiserver.WireResponse, error) {
+func (t NATS) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error) {
 	carrier := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, carrier)
 	if len(carrier) > 0 {
@@ -47,7 +47,7 @@ func (t NATS) Do(ctx context.Context, req apiserver.WireRequest) (apiserver.Wire
 	}
 	data, err := json.Marshal(req)
 	if err != nil {
-		return apiserver.WireResponse{}, err
+		return apiwire.Response{}, err
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -56,13 +56,13 @@ func (t NATS) Do(ctx context.Context, req apiserver.WireRequest) (apiserver.Wire
 	}
 	subject := t.Subject
 	if subject == "" {
-		subject = apiserver.Subject
+		subject = apiwire.Subject
 	}
 	out, _, err := rpc.Call(ctx, t.Conn, subject, data, nil)
 	if err != nil {
-		return apiserver.WireResponse{}, err
+		return apiwire.Response{}, err
 	}
-	var resp apiserver.WireResponse
+	var resp apiwire.Response
 	err = json.Unmarshal(out, &resp)
 	return resp, err
 }
@@ -81,7 +81,7 @@ func (t HTTP) client() *http.Client {
 	return http.DefaultClient
 }
 
-func (t HTTP) newRequest(ctx context.Context, req apiserver.WireRequest) (*http.Request, error) {
+func (t HTTP) newRequest(ctx context.Context, req apiwire.Request) (*http.Request, error) {
 	r, err := http.NewRequestWithContext(ctx, req.Method, strings.TrimRight(t.Server, "/")+req.Path, bytes.NewReader(req.Body))
 	if err != nil {
 		return nil, err
@@ -96,23 +96,23 @@ func (t HTTP) newRequest(ctx context.Context, req apiserver.WireRequest) (*http.
 	return r, nil
 }
 
-func (t HTTP) Do(ctx context.Context, req apiserver.WireRequest) (apiserver.WireResponse, error) {
+func (t HTTP) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error) {
 	r, err := t.newRequest(ctx, req)
 	if err != nil {
-		return apiserver.WireResponse{}, err
+		return apiwire.Response{}, err
 	}
 	resp, err := t.client().Do(r)
 	if err != nil {
-		return apiserver.WireResponse{}, err
+		return apiwire.Response{}, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	return apiserver.WireResponse{Code: resp.StatusCode, Body: body}, err
+	return apiwire.Response{Code: resp.StatusCode, Body: body}, err
 }
 
 // Stream opens a long-lived GET (watch) and returns its body; accept sets the Accept header.
 func (t HTTP) Stream(ctx context.Context, path, accept string) (io.ReadCloser, error) {
-	r, err := t.newRequest(ctx, apiserver.WireRequest{Method: http.MethodGet, Path: path})
+	r, err := t.newRequest(ctx, apiwire.Request{Method: http.MethodGet, Path: path})
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func Path(k *schemas.Kind, namespace, name, sub string) string {
 
 // Raw performs one request and returns the body of a 2xx answer, or the API error.
 func (c *Client) Raw(ctx context.Context, method, path, contentType string, body []byte) ([]byte, error) {
-	resp, err := c.T.Do(ctx, apiserver.WireRequest{Method: method, Path: path, ContentType: contentType, Body: body})
+	resp, err := c.T.Do(ctx, apiwire.Request{Method: method, Path: path, ContentType: contentType, Body: body})
 	if err != nil {
 		return nil, err
 	}

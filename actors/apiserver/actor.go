@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skiff-sh/skiff/actors/apiwire"
 	"log/slog"
 	"net"
 	"net/http"
@@ -20,27 +21,6 @@ import (
 	"github.com/skiff-sh/skiff/bus/identity"
 	"github.com/skiff-sh/skiff/bus/rpc"
 )
-
-// Subject is where the apiserver answers API requests from other actors over NATS: callers
-// append their identity (identity.ID.APISubject), which becomes the request's authn.User.
-const Subject = identity.APIPrefix
-
-// WireRequest is one API call carried over NATS: the same method, path and body as over HTTP,
-// so one handler serves both.
-type WireRequest struct {
-	Method      string `json:"method"`
-	Path        string `json:"path"` // with the query string
-	ContentType string `json:"contentType,omitempty"`
-	Body        []byte `json:"body,omitempty"`
-	// Header carries the caller's W3C trace context (traceparent, tracestate).
-	Header map[string]string `json:"header,omitempty"`
-}
-
-// WireResponse is the answer to a WireRequest.
-type WireResponse struct {
-	Code int    `json:"code"`
-	Body []byte `json:"body,omitempty"`
-}
 
 // ActorConfig configures the apiserver actor.
 type ActorConfig struct {
@@ -102,7 +82,7 @@ func (a *apiActor) start() error {
 		}()
 	}
 	if a.cfg.NATS != nil {
-		for _, subj := range []string{Subject, Subject + ".>"} {
+		for _, subj := range []string{apiwire.Subject, apiwire.Subject + ".>"} {
 			sub, err := rpc.Serve(a.cfg.NATS, subj, "apiserver", a.serveWire)
 			if err != nil {
 				return fmt.Errorf("apiserver: serve %s: %w", subj, err)
@@ -136,15 +116,15 @@ func (a *apiActor) serveWire(ctx context.Context, subject string, data []byte, _
 	if id.Role != identity.APIServer {
 		ctx = authn.WithUser(ctx, wireUser(id))
 	} // else the bare subject: the in-process caller the authentication chain trusts
-	var req WireRequest
+	var req apiwire.Request
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, nil, fmt.Errorf("apiserver: bad wire request: %w", err)
 	}
 	return a.cfg.Server.ServeWire(ctx, req), nil, nil
 }
 
-// ServeWire answers one WireRequest (watch is not served this way: actors watch the log).
-func (s *Server) ServeWire(ctx context.Context, req WireRequest) []byte {
+// ServeWire answers one apiwire.Request (watch is not served this way: actors watch the log).
+func (s *Server) ServeWire(ctx context.Context, req apiwire.Request) []byte {
 	ctx = s.wireContext(ctx)
 	r := httptest.NewRequestWithContext(ctx, req.Method, req.Path, bytes.NewReader(req.Body))
 	if req.ContentType != "" {
@@ -155,7 +135,7 @@ func (s *Server) ServeWire(ctx context.Context, req WireRequest) []byte {
 	}
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, r)
-	out, _ := json.Marshal(WireResponse{Code: rec.Code, Body: rec.Body.Bytes()})
+	out, _ := json.Marshal(apiwire.Response{Code: rec.Code, Body: rec.Body.Bytes()})
 	return out
 }
 

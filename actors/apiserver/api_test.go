@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/actors/controlplane"
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // api is a tiny raw HTTP client: these tests look at exact status codes and bodies.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 func newPod(name string) *corev1.Pod {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -44,7 +45,13 @@ func (s *Server) get(ctx context.Context, k *schemas.Kind, ns, name string) (run
 }
 
 func (s *Server) getWithRev(ctx context.Context, k *schemas.Kind, ns, name string) (runtime.Object, uint64, error) {
-	e, err := s.log.Get(ctx, schemas.StorageKey(k, ns, name), statelog.ReadOptions{Consistent: true})
+	return s.readWithRev(ctx, k, ns, name, true)
+}
+
+// readWithRev reads an object from the log's view, which holds every write of this server;
+// consistent also waits for every write the stream holds (other replicas').
+func (s *Server) readWithRev(ctx context.Context, k *schemas.Kind, ns, name string, consistent bool) (runtime.Object, uint64, error) {
+	e, err := s.log.Get(ctx, schemas.StorageKey(k, ns, name), statelog.ReadOptions{Consistent: consistent})
 	if errors.Is(err, statelog.ErrNotFound) {
 		return nil, 0, apierrors.NewNotFound(groupResource(k), name)
 	}
@@ -244,14 +251,35 @@ func asForbidden(a *Attributes, err error) error {
 	return apierrors.NewForbidden(groupResource(a.Kind), a.Name, err)
 }
 
-// checkNamespaceOpen refuses writes into a namespace that is missing or being deleted.
+// checkNamespaceOpen refuses writes into a namespace that is missing or being deleted. Like
+// kube-apiserver's NamespaceLifecycle admission it reads the namespace from the cache (here
+// the log's view, which holds every write of this server), and asks for the latest state
+// only when the view has no such namespace, which may have just been created elsewhere: a
+// consistent read per create would cost a round trip to the stream and a wait for the view
+// to apply every write in flight.
 func (s *Server) checkNamespaceOpen(ctx context.Context, ns string) error {
 	nsKind, _ := schemas.ByResource("", "v1", "namespaces")
-	obj, err := s.get(ctx, nsKind, "", ns)
-	if err != nil {
-		return err
+	key := schemas.StorageKey(nsKind, "", ns)
+	e, err := s.log.Get(ctx, key, statelog.ReadOptions{})
+	if errors.Is(err, statelog.ErrNotFound) {
+		e, err = s.log.Get(ctx, key, statelog.ReadOptions{Consistent: true})
 	}
-	if mustMeta(obj).GetDeletionTimestamp() != nil {
+	if errors.Is(err, statelog.ErrNotFound) {
+		return apierrors.NewNotFound(groupResource(nsKind), ns)
+	}
+	if err != nil {
+		return apierrors.NewInternalError(err)
+	}
+	// Only the deletion mark matters here: no need to decode the whole Namespace per create.
+	var stored struct {
+		Metadata struct {
+			DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(e.Value, &stored); err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("stored namespace %s is corrupt: %w", ns, err))
+	}
+	if stored.Metadata.DeletionTimestamp != nil {
 		return apierrors.NewForbidden(groupResource(nsKind), ns, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
 	}
 	return nil
@@ -277,51 +305,87 @@ type mutation func(cur runtime.Object) (runtime.Object, error)
 // client precondition (expectedRV) a lost race is a 409; without one it re-reads and retries.
 func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name, sub, verb string, wo writeOptions, mutate mutation) (runtime.Object, error) {
 	key := schemas.StorageKey(k, ns, name)
-	for attempt := 0; ; attempt++ {
-		cur, curRev, err := s.getWithRev(ctx, k, ns, name)
+	return onLatest(k, name, func(fresh bool) (runtime.Object, casOutcome, error) {
+		cur, curRev, err := s.readWithRev(ctx, k, ns, name, fresh)
 		if err != nil {
-			return nil, err
+			return nil, casDecided, err
 		}
 		next, err := mutate(cur.DeepCopyObject())
 		if err != nil {
-			return nil, err
+			return nil, casDecided, err
 		}
 		rv := mustMeta(next).GetResourceVersion()
 		pinned := rv != ""
 		if pinned && rv != formatRev(curRev) {
-			return nil, conflict(k, name)
+			return nil, casDecided, conflict(k, name)
 		}
 		next, err = s.prepareUpdate(ctx, k, verb, sub, cur, next)
 		if err != nil {
-			return nil, err
+			return nil, casDecided, err
 		}
 		nm := mustMeta(next)
 		// The last finalizer gone from an object being deleted: the delete completes now.
 		if nm.GetDeletionTimestamp() != nil && len(nm.GetFinalizers()) == 0 {
-			return s.deleteNow(ctx, k, cur, curRev, wo)
+			obj, err := s.deleteNow(ctx, k, cur, curRev, wo)
+			if err != nil || wo.dryRun {
+				return obj, casDecided, err
+			}
+			return obj, casWritten, nil
 		}
 		if !changed(cur, next) {
-			return cur, nil
+			return cur, casDecided, nil
 		}
 		if wo.dryRun {
-			return next, nil
+			return next, casDecided, nil
 		}
 		data, err := encodeForStorage(next)
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return nil, casDecided, apierrors.NewInternalError(err)
 		}
 		rev, err := s.log.Update(ctx, key, data, curRev, traceHeader(ctx))
 		if errors.Is(err, statelog.ErrConflict) || errors.Is(err, statelog.ErrNotFound) {
-			if pinned || attempt >= maxConflictRetries {
-				return nil, conflict(k, name)
+			if pinned {
+				return nil, casDecided, conflict(k, name)
 			}
-			continue
+			return nil, casLostRace, nil
 		}
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return nil, casDecided, apierrors.NewInternalError(err)
 		}
 		nm.SetResourceVersion(formatRev(rev))
-		return next, nil
+		return next, casWritten, nil
+	})
+}
+
+// casOutcome is how one read-decide-write attempt on an object ended.
+type casOutcome int
+
+const (
+	casWritten  casOutcome = iota // the compare-and-swap took: the copy read was the latest
+	casDecided                    // refused, conflicting or nothing to write: the answer
+	casLostRace                   // an unconditional write lost its race: read again and retry
+)
+
+// onLatest runs attempt on the log view's copy of the object first (it holds every write of
+// this server, and costs no round trip), as kube-apiserver's GuaranteedUpdate starts from its
+// watch cache. A write proves that copy was the latest; any other answer (a 409, a refusal, a
+// no-op) is given only once decided on a consistent read, so none rests on a copy that another
+// replica's write has made stale.
+func onLatest(k *schemas.Kind, name string, attempt func(fresh bool) (runtime.Object, casOutcome, error)) (runtime.Object, error) {
+	fresh := false
+	for n := 0; ; n++ {
+		obj, outcome, err := attempt(fresh)
+		switch {
+		case outcome == casWritten:
+			return obj, err
+		case !fresh:
+			fresh = true
+		case outcome == casLostRace && n < maxConflictRetries:
+		case outcome == casLostRace:
+			return nil, conflict(k, name)
+		default:
+			return obj, err
+		}
 	}
 }
 

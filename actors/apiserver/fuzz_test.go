@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // FuzzCreateBody throws arbitrary bodies at the create path: the server must never fail with a

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 const testPod = `apiVersion: v1

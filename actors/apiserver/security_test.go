@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skiff-sh/skiff/actors/apiwire"
 	"io"
 	"net/http"
 	"os"
@@ -14,12 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiff-sh/skiff/actors/apiserver"
 	"github.com/skiff-sh/skiff/actors/apiserver/authn"
 	"github.com/skiff-sh/skiff/actors/apiserver/authz"
 	"github.com/skiff-sh/skiff/actors/controlplane"
-	"github.com/skiff-sh/skiff/internal/testutil"
 	"github.com/skiff-sh/skiff/internal/tracing/tracingtest"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // Tokens of the secured test cluster (kube's static token file format).
@@ -310,8 +310,8 @@ func TestIdentityFromTheTransport(t *testing.T) {
 		if method == http.MethodPatch {
 			ct = "application/merge-patch+json"
 		}
-		var resp apiserver.WireResponse
-		if err := json.Unmarshal(cp.API.ServeWire(ctx, apiserver.WireRequest{Method: method, Path: path, ContentType: ct, Body: []byte(body)}), &resp); err != nil {
+		var resp apiwire.Response
+		if err := json.Unmarshal(cp.API.ServeWire(ctx, apiwire.Request{Method: method, Path: path, ContentType: ct, Body: []byte(body)}), &resp); err != nil {
 			t.Fatal(err)
 		}
 		var st map[string]any
@@ -387,7 +387,7 @@ func BenchmarkSecuredGet(b *testing.B) {
 					tlsCfg.Certificates = []tls.Certificate{pair}
 				} else {
 					// bob may read pods in default through a ClusterRole bound there.
-					cp.API.ServeWire(context.Background(), apiserver.WireRequest{Method: "POST", Path: "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", ContentType: "application/json",
+					cp.API.ServeWire(context.Background(), apiwire.Request{Method: "POST", Path: "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", ContentType: "application/json",
 						Body: []byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"bob-views"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"},"subjects":[{"kind":"User","name":"bob"}]}`)})
 				}
 				client = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 8}}

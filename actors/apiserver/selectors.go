@@ -45,11 +45,20 @@ func (sel selector) validateFields(sample runtime.Object) error {
 }
 
 func (sel selector) matches(obj runtime.Object) bool {
-	if obj == nil {
+	return sel.matchesWith(obj, func() fields.Set { return objectFields(obj) })
+}
+
+// matchesEvent matches a watched object shared by every watcher, its fields computed once.
+func (sel selector) matchesEvent(e *sharedEvent) bool {
+	return e != nil && sel.matchesWith(e.obj, e.selectable)
+}
+
+// matchesWith asks for the object's fields only when there is a field selector to apply.
+func (sel selector) matchesWith(obj runtime.Object, fieldSet func() fields.Set) bool {
+	if obj == nil || !sel.label.Matches(labels.Set(mustMeta(obj).GetLabels())) {
 		return false
 	}
-	m := mustMeta(obj)
-	return sel.label.Matches(labels.Set(m.GetLabels())) && sel.field.Matches(objectFields(obj))
+	return sel.field.Empty() || sel.field.Matches(fieldSet())
 }
 
 func (sel selector) everything() bool { return sel.label.Empty() && sel.field.Empty() }

@@ -55,6 +55,9 @@ type Options struct {
 	// 0 = no limit.
 	ClientQPS   float64
 	ClientBurst int
+	// Health reports what keeps this process from doing its job (an actor stopped for good);
+	// a non-nil error turns /livez and /readyz red. nil = always healthy.
+	Health func() error
 }
 
 // Server is the API server's request handling; the actor in actor.go owns its lifecycle.
@@ -67,6 +70,7 @@ type Server struct {
 	handler http.Handler
 	started time.Time
 	starts  atomic.Int64
+	events  *sharedEvents // watched objects decoded and encoded once for every watcher
 }
 
 // New builds a Server over an open state log.
@@ -87,14 +91,14 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{log: o.Log, opts: o, now: o.Now, ips: ips, started: o.Now()}
+	s := &Server{log: o.Log, opts: o, now: o.Now, ips: ips, started: o.Now(), events: newSharedEvents(defaultSharedEventBytes)}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/api", s.serveCoreVersions)
 	s.mux.HandleFunc("/apis", s.serveGroups)
 	s.mux.HandleFunc("/version", s.serveVersion)
 	s.mux.HandleFunc("/healthz", serveOK)
-	s.mux.HandleFunc("/livez", serveOK)
-	s.mux.HandleFunc("/readyz", serveOK)
+	s.mux.HandleFunc("/livez", s.serveHealth)
+	s.mux.HandleFunc("/readyz", s.serveHealth)
 	s.mux.HandleFunc("/openapi/v3", s.serveOpenAPIRoot)
 	s.mux.HandleFunc("/openapi/v3/", s.serveOpenAPIGroupVersion)
 	s.mux.HandleFunc("/api/", s.serveResource)
@@ -112,6 +116,17 @@ func New(o Options) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 func serveOK(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
+
+// serveHealth answers /livez and /readyz: 500 naming the cause while Options.Health fails.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Health != nil {
+		if err := s.opts.Health(); err != nil {
+			http.Error(w, "[-]actors failed: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	serveOK(w, r)
+}
 
 // EnsureDefaultNamespaces creates the namespaces every cluster starts with.
 func (s *Server) EnsureDefaultNamespaces(ctx context.Context) error {

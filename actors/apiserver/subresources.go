@@ -31,39 +31,42 @@ func (s *Server) bind(ctx context.Context, k *schemas.Kind, ns, name string, bod
 	if b.Target.Kind != "" && b.Target.Kind != "Node" {
 		return nil, invalid(k, name, field.ErrorList{field.NotSupported(field.NewPath("target", "kind"), b.Target.Kind, []string{"Node"})})
 	}
-	cur, rev, err := s.getWithRev(ctx, k, ns, name)
-	if err != nil {
-		return nil, err
-	}
-	pod := cur.(*corev1.Pod).DeepCopy()
-	if pod.Spec.NodeName != "" {
-		return nil, apierrors.NewConflict(groupResource(k), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
-	}
-	if pod.DeletionTimestamp != nil {
-		return nil, apierrors.NewConflict(groupResource(k), name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
-	}
-	if b.UID != "" && b.UID != pod.UID {
-		return nil, apierrors.NewConflict(groupResource(k), name, errors.New("the binding's UID does not match the pod"))
-	}
-	if err := s.admit(ctx, &Attributes{Verb: "create", Kind: k, Namespace: ns, Name: name, Subresource: "binding", Object: pod, OldObject: cur}); err != nil {
-		return nil, err
-	}
-	pod.Spec.NodeName = b.Target.Name
-	setPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(s.now().UTC())})
-	if wo.dryRun {
-		return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}, nil
-	}
-	data, err := encodeForStorage(pod)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	if _, err := s.log.Update(ctx, schemas.StorageKey(k, ns, name), data, rev, traceHeader(ctx)); err != nil {
-		if errors.Is(err, statelog.ErrConflict) {
-			return nil, conflict(k, name)
+	bound := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}
+	return onLatest(k, name, func(fresh bool) (runtime.Object, casOutcome, error) {
+		cur, rev, err := s.readWithRev(ctx, k, ns, name, fresh)
+		if err != nil {
+			return nil, casDecided, err
 		}
-		return nil, apierrors.NewInternalError(err)
-	}
-	return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}, nil
+		pod := cur.(*corev1.Pod).DeepCopy()
+		if pod.Spec.NodeName != "" {
+			return nil, casDecided, apierrors.NewConflict(groupResource(k), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
+		}
+		if pod.DeletionTimestamp != nil {
+			return nil, casDecided, apierrors.NewConflict(groupResource(k), name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
+		}
+		if b.UID != "" && b.UID != pod.UID {
+			return nil, casDecided, apierrors.NewConflict(groupResource(k), name, errors.New("the binding's UID does not match the pod"))
+		}
+		if err := s.admit(ctx, &Attributes{Verb: "create", Kind: k, Namespace: ns, Name: name, Subresource: "binding", Object: pod, OldObject: cur}); err != nil {
+			return nil, casDecided, err
+		}
+		pod.Spec.NodeName = b.Target.Name
+		setPodCondition(&pod.Status, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(s.now().UTC())})
+		if wo.dryRun {
+			return bound, casDecided, nil
+		}
+		data, err := encodeForStorage(pod)
+		if err != nil {
+			return nil, casDecided, apierrors.NewInternalError(err)
+		}
+		if _, err := s.log.Update(ctx, schemas.StorageKey(k, ns, name), data, rev, traceHeader(ctx)); err != nil {
+			if errors.Is(err, statelog.ErrConflict) {
+				return nil, casDecided, conflict(k, name)
+			}
+			return nil, casDecided, apierrors.NewInternalError(err)
+		}
+		return bound, casWritten, nil
+	})
 }
 
 func setPodCondition(st *corev1.PodStatus, c corev1.PodCondition) {

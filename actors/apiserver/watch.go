@@ -22,10 +22,16 @@ import (
 // initialEventsEnd marks the bookmark that closes a sendInitialEvents watch (WatchList).
 const initialEventsEnd = "k8s.io/initial-events-end"
 
-type watchEvent struct {
-	Type   watch.EventType `json:"type"`
-	Object json.RawMessage `json:"object"`
-}
+// linePrefix opens a watch line of each event type: {"type":"ADDED","object":
+var linePrefix = func() map[watch.EventType][]byte {
+	m := map[watch.EventType][]byte{}
+	for _, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error} {
+		m[t] = []byte(`{"type":"` + string(t) + `","object":`)
+	}
+	return m
+}()
+
+var lineEnd = []byte("}\n")
 
 // serveWatch streams events as newline-delimited JSON, the way kube-apiserver does.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
@@ -52,22 +58,33 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.K
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
-	enc := &eventWriter{w: w, flusher: flusher, table: wantsTable(r), kind: k, now: s.now}
+	enc := &eventWriter{w: w, flusher: flusher, table: wantsTable(r), kind: k, now: s.now, shared: s.events}
 	if err != nil {
-		enc.writeError(err, opts.FromRev, s.log.CompactedRev())
+		enc.writeError(err, opts.FromRev, s.log.OldestWatchRev())
 		return
 	}
 	defer watcher.Stop()
-	if flusher != nil {
-		flusher.Flush()
-	}
-	for ev := range watcher.Events() {
+	events := watcher.Events()
+	for {
+		var ev statelog.Event
+		var ok bool
+		select {
+		case ev, ok = <-events:
+		default:
+			// Nothing more is waiting: what was written goes out now, so a burst of events
+			// costs one flush, not one each.
+			enc.flush()
+			ev, ok = <-events
+		}
+		if !ok {
+			break
+		}
 		if !enc.write(ev, sel, explicitInitial) {
 			return
 		}
 	}
 	if err := watcher.Err(); errors.Is(err, statelog.ErrExpired) {
-		enc.writeError(err, opts.FromRev, s.log.CompactedRev())
+		enc.writeError(err, opts.FromRev, s.log.OldestWatchRev())
 	}
 }
 
@@ -106,34 +123,36 @@ type eventWriter struct {
 	table   bool
 	kind    *schemas.Kind
 	now     func() time.Time
+	shared  *sharedEvents
 }
 
 // write translates one log event for this watcher's selector: an update that moves an object
-// out of the selector is a DELETED for this watcher, one that moves it in is an ADDED.
+// out of the selector is a DELETED for this watcher, one that moves it in is an ADDED. The
+// decoded objects and their JSON are shared with every other watcher of the event.
 func (e *eventWriter) write(ev statelog.Event, sel selector, explicitInitial bool) bool {
 	switch ev.Type {
 	case statelog.EventBookmark:
 		if ev.InitialEnd && !explicitInitial {
 			return true
 		}
-		return e.emit(watch.Bookmark, e.bookmark(ev))
+		return e.emitObject(watch.Bookmark, e.bookmark(ev))
 	case statelog.EventDelete:
-		obj, err := decodeStored(e.kind, ev.Value, ev.Rev)
-		if err != nil || !sel.matches(obj) {
+		obj, err := e.shared.object(e.kind, ev.Value, ev.Rev)
+		if err != nil || !sel.matchesEvent(obj) {
 			return true
 		}
 		return e.emit(watch.Deleted, obj)
 	}
-	obj, err := decodeStored(e.kind, ev.Value, ev.Rev)
+	obj, err := e.shared.object(e.kind, ev.Value, ev.Rev)
 	if err != nil {
 		return true
 	}
-	var prev runtime.Object
+	var prev *sharedEvent
 	if ev.PrevRev != 0 && len(ev.PrevValue) > 0 && !sel.everything() {
-		prev, _ = decodeStored(e.kind, ev.PrevValue, ev.PrevRev)
+		prev, _ = e.shared.object(e.kind, ev.PrevValue, ev.PrevRev)
 	}
-	now := sel.matches(obj)
-	was := ev.PrevRev != 0 && (sel.everything() || sel.matches(prev))
+	now := sel.matchesEvent(obj)
+	was := ev.PrevRev != 0 && (sel.everything() || sel.matchesEvent(prev))
 	switch {
 	case now && was:
 		return e.emit(watch.Modified, obj)
@@ -156,37 +175,53 @@ func (e *eventWriter) bookmark(ev statelog.Event) runtime.Object {
 	return obj
 }
 
-func (e *eventWriter) emit(t watch.EventType, obj runtime.Object) bool {
-	if e.table && t != watch.Bookmark {
-		obj = schemas.Table(e.kind, []runtime.Object{obj}, e.now())
+// emit sends a stored object's shared JSON; a table is per watcher (its ages are now's).
+func (e *eventWriter) emit(t watch.EventType, obj *sharedEvent) bool {
+	if e.table {
+		return e.emitObject(t, schemas.Table(e.kind, []runtime.Object{obj.obj}, e.now()))
 	}
+	data, err := e.shared.json(obj)
+	if err != nil {
+		return true
+	}
+	return e.send(t, data)
+}
+
+func (e *eventWriter) emitObject(t watch.EventType, obj runtime.Object) bool {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return true
 	}
-	line, _ := json.Marshal(watchEvent{Type: t, Object: data})
-	if _, err := e.w.Write(append(line, '\n')); err != nil {
-		return false
-	}
-	if e.flusher != nil {
-		e.flusher.Flush()
+	return e.send(t, data)
+}
+
+// send writes the line {"type":t,"object":object}, the bytes json.Marshal gives for a
+// metav1.WatchEvent-shaped struct (object is compact JSON already), without copying object.
+func (e *eventWriter) send(t watch.EventType, object []byte) bool {
+	for _, part := range [][]byte{linePrefix[t], object, lineEnd} {
+		if _, err := e.w.Write(part); err != nil {
+			return false
+		}
 	}
 	return true
 }
 
+func (e *eventWriter) flush() {
+	if e.flusher != nil {
+		e.flusher.Flush()
+	}
+}
+
 // writeError ends the stream with an ERROR event; an expired revision is 410 Gone, on which
-// informers relist.
-func (e *eventWriter) writeError(err error, from, compacted uint64) {
+// informers relist. oldest is the lowest revision a watch could have started from.
+func (e *eventWriter) writeError(err error, from, oldest uint64) {
 	var st *metav1.Status
 	if errors.Is(err, statelog.ErrExpired) {
-		st = toStatus(apierrors.NewResourceExpired("too old resource version: " + formatRev(from) + " (" + formatRev(compacted) + ")"))
+		st = toStatus(apierrors.NewResourceExpired("too old resource version: " + formatRev(from) + " (" + formatRev(oldest) + ")"))
 	} else {
 		st = toStatus(apierrors.NewInternalError(err))
 	}
 	data, _ := json.Marshal(st)
-	line, _ := json.Marshal(watchEvent{Type: watch.Error, Object: data})
-	_, _ = e.w.Write(append(line, '\n'))
-	if e.flusher != nil {
-		e.flusher.Flush()
-	}
+	e.send(watch.Error, data)
+	e.flush()
 }

@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"fmt"
+	"github.com/skiff-sh/skiff/actors/apiwire"
 	"net/http"
 	"sync"
 	"testing"
@@ -117,7 +118,7 @@ func TestNodeCannotCallAsAnotherIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	for _, subj := range []string{identity.NodeID("node-b").APISubject(), "skiff.api.admin", apiserver.Subject} {
+	for _, subj := range []string{identity.NodeID("node-b").APISubject(), "skiff.api.admin", apiwire.Subject} {
 		client := &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: subj}}
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		_, err := client.Raw(ctx, http.MethodPost, "/api/v1/namespaces", "application/json", namespaceJSON("stolen"))
@@ -126,7 +127,7 @@ func TestNodeCannotCallAsAnotherIdentity(t *testing.T) {
 			t.Fatalf("node-a called the API on %s", subj)
 		}
 	}
-	for _, subj := range []string{identity.NodeID("node-b").APISubject(), "skiff.api.admin", apiserver.Subject} {
+	for _, subj := range []string{identity.NodeID("node-b").APISubject(), "skiff.api.admin", apiwire.Subject} {
 		v.Wait(t, subj)
 	}
 	if u, ok := seen.get("stolen"); ok {

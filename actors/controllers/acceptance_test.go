@@ -17,7 +17,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/deployment"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/actors/simnode"
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // The whole control plane as `skiff up` runs it (apiserver, scheduler, every controller) on

@@ -9,12 +9,14 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/controllers/daemonset"
 	"github.com/skiff-sh/skiff/actors/controllers/deployment"
 	"github.com/skiff-sh/skiff/actors/controllers/endpointslice"
 	"github.com/skiff-sh/skiff/actors/controllers/garbagecollector"
 	"github.com/skiff-sh/skiff/actors/controllers/nodelifecycle"
 	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
+	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/statelog"
 )
 
@@ -42,38 +44,59 @@ type Options struct {
 
 // Deps are what every controller needs.
 type Deps struct {
-	Log    *statelog.Log
-	Client *apiclient.Client
-	Logger *slog.Logger
+	Log       *statelog.Log
+	Informers *informer.Factory // the process's shared informers
+	Client    *apiclient.Client
+	Logger    *slog.Logger
 }
 
-// Start spawns the named controllers (from All) as supervised actors of those names.
+// Manager is the name of the actor that parents the controllers (as kube-controller-manager
+// hosts them): each controller is its child, so a failing one restarts alone.
+const Manager = "controller-manager"
+
+// Start spawns the controller manager actor with the named controllers (from All) as its
+// supervised children, each named after its controller.
 func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit.PID, error) {
-	var pids []*actorkit.PID
-	for _, name := range names {
-		var producer func() actorkit.Actor
+	producers := make([]func() actorkit.Actor, len(names))
+	for i, name := range names {
+		cfg := controllerkit.Config{Informers: d.Informers, Client: d.Client, Workers: o.Workers, Logger: d.Logger}
 		switch name {
 		case Deployment:
-			producer = deployment.New(deployment.Config{Log: d.Log, Client: d.Client, Workers: o.Workers, Logger: d.Logger})
+			producers[i] = deployment.New(cfg)
 		case ReplicaSet:
-			producer = replicaset.New(replicaset.Config{Log: d.Log, Client: d.Client, Workers: o.Workers, Logger: d.Logger})
+			producers[i] = replicaset.New(cfg)
 		case GarbageCollector:
-			producer = garbagecollector.New(garbagecollector.Config{Log: d.Log, Client: d.Client, Workers: o.Workers, Logger: d.Logger})
+			producers[i] = garbagecollector.New(garbagecollector.Config{Informers: d.Informers, Client: d.Client, Workers: o.Workers, Logger: d.Logger})
 		case NodeLifecycle:
-			producer = nodelifecycle.New(nodelifecycle.Config{Log: d.Log, Client: d.Client, Workers: o.Workers, Logger: d.Logger,
+			producers[i] = nodelifecycle.New(nodelifecycle.Config{Informers: d.Informers, Client: d.Client, Workers: o.Workers, Logger: d.Logger,
 				GracePeriod: o.NodeGracePeriod, PodEvictionTimeout: o.PodEvictionTimeout, MonitorPeriod: o.NodeMonitorPeriod})
 		case EndpointSlice:
-			producer = endpointslice.New(endpointslice.Config{Log: d.Log, Client: d.Client, Workers: o.Workers, Logger: d.Logger})
+			producers[i] = endpointslice.New(cfg)
 		case DaemonSet:
-			producer = daemonset.New(daemonset.Config{Log: d.Log, Client: d.Client, Workers: o.Workers, Logger: d.Logger})
+			producers[i] = daemonset.New(cfg)
 		default:
-			return pids, fmt.Errorf("unknown controller %q (known: %v)", name, All)
+			return nil, fmt.Errorf("unknown controller %q (known: %v)", name, All)
 		}
-		pid, err := sys.Spawn(name, producer)
-		if err != nil {
-			return pids, err
-		}
-		pids = append(pids, pid)
 	}
-	return pids, nil
+	pid, err := sys.Spawn(Manager, func() actorkit.Actor { return &manager{names: names, producers: producers} })
+	if err != nil {
+		return nil, err
+	}
+	return []*actorkit.PID{pid}, nil
+}
+
+type manager struct {
+	names     []string
+	producers []func() actorkit.Actor
+}
+
+func (m *manager) Receive(ctx actorkit.Context) {
+	if _, ok := ctx.Message().(*actorkit.Started); !ok {
+		return
+	}
+	for i, name := range m.names {
+		if _, err := actorkit.SpawnChild(ctx, name, m.producers[i]); err != nil {
+			panic(err) // restarts the manager (and its children) after back-off
+		}
+	}
 }

@@ -14,6 +14,7 @@ const (
 	APIServer         = "apiserver"
 	Scheduler         = "scheduler"
 	ControllerManager = "controller-manager" // every controller
+	Informers         = "informers"          // the shared informer caches (always runs)
 )
 
 // Lease names: with Config.LeaderElect, only the holder of a lease runs what it guards.

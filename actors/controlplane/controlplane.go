@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/apiserver"
 	"github.com/skiff-sh/skiff/actors/controllers"
+	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/actors/scheduler"
 	"github.com/skiff-sh/skiff/bus/identity"
 	"github.com/skiff-sh/skiff/bus/lease"
@@ -65,22 +67,26 @@ type Config struct {
 	NATSAuthDir string
 	// NATSCreds is this process's credentials file for the external NATSURL.
 	NATSCreds string
+	// Supervision is how every actor of this process is restarted; zero = actorkit.DefaultPolicy.
+	Supervision actorkit.Policy
 }
 
 // ControlPlane is a running Skiff control plane.
 type ControlPlane struct {
-	cfg      Config
-	NATS     *natsserver.Server // nil when NATSURL was given
-	Conn     *nats.Conn
-	Log      *statelog.Log
-	API      *apiserver.Server // nil when this process runs no apiserver
-	Actors   *actorkit.System
-	Client   *apiclient.Client // in-cluster client over NATS
-	listener net.Listener
-	identity string
-	natsSec  *natsSecurity  // per-component NATS users; nil with an external NATS
-	elector  *lease.Elector // nil without leader election
-	apiAuth  *apiAuthState  // nil without Config.APIAuth
+	cfg    Config
+	NATS   *natsserver.Server // nil when NATSURL was given
+	Conn   *nats.Conn
+	Log    *statelog.Log
+	API    *apiserver.Server // nil when this process runs no apiserver
+	Actors *actorkit.System
+	// Informers is the process's shared informer cache: one per kind, read by every component.
+	Informers *informer.Factory
+	Client    *apiclient.Client // in-cluster client over NATS
+	listener  net.Listener
+	identity  string
+	natsSec   *natsSecurity  // per-component NATS users; nil with an external NATS
+	elector   *lease.Elector // nil without leader election
+	apiAuth   *apiAuthState  // nil without Config.APIAuth
 
 	mu      sync.Mutex
 	pids    []*actorkit.PID // running actors, stopped in reverse order
@@ -133,7 +139,16 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 			return nil, err
 		}
 	}
-	cp.Actors = actorkit.NewSystem()
+	policy := actorkit.DefaultPolicy
+	if cfg.Supervision != (actorkit.Policy{}) {
+		policy = cfg.Supervision
+	}
+	cp.Actors = actorkit.NewSystem(actorkit.WithLogger(cfg.Logger), actorkit.WithPolicy(policy))
+	cp.Actors.Health().OnStoppedForGood(cp.reportStoppedForGood)
+	cp.Informers = informer.NewFactory(cp.Log)
+	if err := cp.spawn(Informers, cp.Informers.Actor()); err != nil {
+		return nil, err
+	}
 	cp.Client = &apiclient.Client{T: apiclient.NATS{Conn: cp.Conn, Subject: natsID.APISubject()}}
 	if cfg.Runs(APIServer) {
 		if err := cp.startAPIServer(ctx); err != nil {
@@ -147,7 +162,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 			if err != nil {
 				return nil, err
 			}
-			pid, err := cp.Actors.Spawn(Scheduler, scheduler.NewActor(scheduler.Config{Log: cp.Log, Client: client}))
+			pid, err := cp.Actors.Spawn(Scheduler, scheduler.NewActor(scheduler.Config{Informers: cp.Informers, Client: client}))
 			if err != nil {
 				return nil, err
 			}
@@ -162,7 +177,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 			if err != nil {
 				return nil, err
 			}
-			return controllers.Start(cp.Actors, controllers.Deps{Log: cp.Log, Client: client, Logger: cfg.Logger}, ctrls, cfg.Controllers)
+			return controllers.Start(cp.Actors, controllers.Deps{Log: cp.Log, Informers: cp.Informers, Client: client, Logger: cfg.Logger}, ctrls, cfg.Controllers)
 		}}); err != nil {
 			return nil, err
 		}
@@ -176,7 +191,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 // startAPIServer serves the API over NATS (a queue group shared by every replica) and HTTP.
 func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	cfg := cp.cfg
-	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn})
+	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn, Health: cp.Actors.Health().Check})
 	if err != nil {
 		return err
 	}
@@ -286,13 +301,17 @@ func (cp *ControlPlane) spawn(name string, producer func() actorkit.Actor) error
 	return nil
 }
 
-// Actor returns the PID of a spawned actor by name ("apiserver", "scheduler", ...).
+// Actor returns the PID of a running component by name ("apiserver", "scheduler", a
+// controller: the controller manager's child of that name), nil when it does not run here.
 func (cp *ControlPlane) Actor(name string) *actorkit.PID {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	for _, pid := range cp.pids {
 		if pid.Id == name {
 			return pid
+		}
+		if pid.Id == controllers.Manager && slices.Contains(cp.cfg.controllerNames(), name) {
+			return actorkit.NewPID(pid.Address, controllers.Manager+"/"+name)
 		}
 	}
 	return nil

@@ -13,8 +13,8 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/bus/statelog"
-	"github.com/skiff-sh/skiff/internal/testutil"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 func configMap(name string) *corev1.ConfigMap {

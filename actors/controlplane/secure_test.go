@@ -22,8 +22,8 @@ import (
 	"github.com/skiff-sh/skiff/bus/identity/identitytest"
 	"github.com/skiff-sh/skiff/bus/rpc"
 	"github.com/skiff-sh/skiff/bus/statelog"
-	"github.com/skiff-sh/skiff/internal/testutil"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 func startSecured(t *testing.T) *controlplane.ControlPlane {

@@ -11,9 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-sh/skiff/actors/controlplane"
-	"github.com/skiff-sh/skiff/internal/testutil"
 	"github.com/skiff-sh/skiff/internal/tracing/tracingtest"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // One create of a Deployment is one trace: the apiserver's request, the deployment controller's

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -57,19 +56,33 @@ type Informer struct {
 	kind      *schemas.Kind
 	namespace string
 
+	// deliver serialises changes and handler calls, so handlers see every change once, in
+	// log order, and a handler added late replays the cache before the next change.
+	deliver sync.Mutex
+
 	mu       sync.RWMutex
 	objects  map[string]runtime.Object  // by storage key
 	traces   map[string]statelog.Header // trace context stored with each key's last write
+	indexes  indexes
 	rev      uint64
 	synced   bool
-	handlers []Handler
+	handlers []*registration
 	syncedCh chan struct{}
+	running  chan struct{} // holds a token while a watch loop runs
 }
+
+type registration struct{ h Handler }
 
 // New creates an informer; Run starts it.
 func New(log *statelog.Log, kind *schemas.Kind, namespace string) *Informer {
-	return &Informer{log: log, kind: kind, namespace: namespace, objects: map[string]runtime.Object{}, traces: map[string]statelog.Header{}, syncedCh: make(chan struct{})}
+	i := &Informer{log: log, kind: kind, namespace: namespace, objects: map[string]runtime.Object{}, traces: map[string]statelog.Header{}, syncedCh: make(chan struct{}), running: make(chan struct{}, 1)}
+	i.indexes.init()
+	i.AddIndexer(IndexNamespace, namespaceIndex)
+	return i
 }
+
+// Kind is the kind of object this informer mirrors.
+func (i *Informer) Kind() *schemas.Kind { return i.kind }
 
 // For is New for a kind named by resource ("pods", "deployments", ...); it panics on a typo.
 func For(log *statelog.Log, group, resource string) *Informer {
@@ -80,17 +93,47 @@ func For(log *statelog.Log, group, resource string) *Informer {
 	return New(log, k, "")
 }
 
-// AddHandler registers h; add handlers before Run.
-func (i *Informer) AddHandler(h Handler) {
+// AddHandler registers h and returns the func that removes it. A handler added to a running
+// informer is first told of every cached object as an add, as client-go's shared informers do.
+func (i *Informer) AddHandler(h Handler) (remove func()) {
+	i.deliver.Lock()
+	defer i.deliver.Unlock()
+	r := &registration{h: h}
 	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.handlers = append(i.handlers, h)
+	i.handlers = append(i.handlers, r)
+	existing := make([]runtime.Object, 0, len(i.objects))
+	for _, o := range i.objects {
+		existing = append(existing, o)
+	}
+	i.mu.Unlock()
+	for _, o := range existing {
+		h.OnAdd(o)
+	}
+	return func() {
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		for n, x := range i.handlers {
+			if x == r {
+				i.handlers = append(i.handlers[:n:n], i.handlers[n+1:]...)
+				return
+			}
+		}
+	}
 }
 
 // Run watches until ctx ends. A watch that ends (slow consumer, compaction) is resumed from the
 // last revision seen or, if that revision is gone, replaced by a fresh snapshot that is diffed
 // against the cache so handlers still see every net change.
+//
+// Shared informers may be handed to several runners (the factory's actor, a component that
+// was given it): one watch loop runs at a time, the others wait to take over.
 func (i *Informer) Run(ctx context.Context) error {
+	select {
+	case i.running <- struct{}{}:
+		defer func() { <-i.running }()
+	case <-ctx.Done():
+		return nil
+	}
 	backoff := 10 * time.Millisecond
 	for ctx.Err() == nil {
 		err := i.watchOnce(ctx)
@@ -154,6 +197,8 @@ func (i *Informer) watchOnce(ctx context.Context) error {
 
 // endSnapshot drops objects that a fresh snapshot no longer has, and marks the cache synced.
 func (i *Informer) endSnapshot(seen map[string]bool, rev uint64) {
+	i.deliver.Lock()
+	defer i.deliver.Unlock()
 	i.mu.Lock()
 	var gone []runtime.Object
 	if seen != nil {
@@ -161,6 +206,7 @@ func (i *Informer) endSnapshot(seen map[string]bool, rev uint64) {
 			if !seen[key] {
 				gone = append(gone, obj)
 				delete(i.objects, key)
+				i.indexes.update(key, obj, nil)
 			}
 		}
 	}
@@ -170,8 +216,8 @@ func (i *Informer) endSnapshot(seen map[string]bool, rev uint64) {
 	handlers := i.handlers
 	i.mu.Unlock()
 	for _, obj := range gone {
-		for _, h := range handlers {
-			h.OnDelete(obj)
+		for _, r := range handlers {
+			r.h.OnDelete(obj)
 		}
 	}
 	if first {
@@ -196,13 +242,17 @@ func (i *Informer) apply(ev statelog.Event) {
 	if err != nil {
 		return
 	}
+	i.deliver.Lock()
+	defer i.deliver.Unlock()
 	i.mu.Lock()
 	old, had := i.objects[ev.Key]
 	if ev.Type == statelog.EventDelete {
 		delete(i.objects, ev.Key)
 		delete(i.traces, ev.Key)
+		i.indexes.update(ev.Key, old, nil)
 	} else {
 		i.objects[ev.Key] = obj
+		i.indexes.update(ev.Key, old, obj)
 		if ev.Header["traceparent"] != "" {
 			i.traces[ev.Key] = ev.Header
 		} else {
@@ -213,16 +263,16 @@ func (i *Informer) apply(ev statelog.Event) {
 	handlers := i.handlers
 	i.mu.Unlock()
 	i.countEvent(ev)
-	for _, h := range handlers {
+	for _, r := range handlers {
 		switch {
 		case ev.Type == statelog.EventDelete:
 			if had {
-				h.OnDelete(old)
+				r.h.OnDelete(old)
 			}
 		case had:
-			h.OnUpdate(old, obj)
+			r.h.OnUpdate(old, obj)
 		default:
-			h.OnAdd(obj)
+			r.h.OnAdd(obj)
 		}
 	}
 }
@@ -271,20 +321,23 @@ func (i *Informer) Get(namespace, name string) (runtime.Object, bool) {
 	return obj, ok
 }
 
-// List returns the cached objects sorted by key, filtered by keep (nil = all).
+// List returns the cached objects kept by keep (nil = all), in no particular order. It walks
+// the whole cache: per-event paths use ByIndex instead.
 func (i *Informer) List(keep func(runtime.Object) bool) []runtime.Object {
 	i.mu.RLock()
-	keys := make([]string, 0, len(i.objects))
-	for k := range i.objects {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]runtime.Object, 0, len(keys))
-	for _, k := range keys {
-		if o := i.objects[k]; keep == nil || keep(o) {
+	defer i.mu.RUnlock()
+	out := make([]runtime.Object, 0, len(i.objects))
+	for _, o := range i.objects {
+		if keep == nil || keep(o) {
 			out = append(out, o)
 		}
 	}
-	i.mu.RUnlock()
 	return out
+}
+
+// Len is the number of cached objects.
+func (i *Informer) Len() int {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return len(i.objects)
 }

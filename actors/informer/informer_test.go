@@ -14,8 +14,8 @@ import (
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/natsserver"
 	"github.com/skiff-sh/skiff/bus/statelog"
-	"github.com/skiff-sh/skiff/internal/testutil"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 func openLog(t *testing.T, cfg statelog.Config) *statelog.Log {

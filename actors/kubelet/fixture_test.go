@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/skiff-sh/skiff/testkit/needs"
 	"net/http"
 	"os"
 	"sync"
@@ -20,7 +21,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/kubelet"
 	"github.com/skiff-sh/skiff/actors/kubelet/kubelettest"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // One containerd and image per test binary (most of the setup cost); each test gets its own
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 func env(t *testing.T) *kubelettest.Node {
 	t.Helper()
 	if r := kubelettest.SkipReason(); r != "" {
-		t.Skip(r)
+		needs.Skip(t, r)
 	}
 	nodeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -76,7 +77,7 @@ type harness struct {
 func start(t *testing.T, mutate ...func(*kubelet.Config)) *harness {
 	n := env(t)
 	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) { c.Bookmarks = 200 * time.Millisecond })
-	h := &harness{t: t, n: n, cp: cp, cfg: kubelet.Config{
+	h := &harness{t: t, n: n, cp: cp, cfg: kubelet.Config{Informers: cp.Informers,
 		Log: cp.Log, Client: cp.Client, NodeName: nodeName, Runtime: n.Runtime,
 		PodCIDR: n.Options.PodCIDR, RenewInterval: 500 * time.Millisecond, ResyncInterval: 2 * time.Second,
 		BackoffBase: time.Second, BackoffMax: 4 * time.Second,

@@ -38,13 +38,14 @@ const LeaseNamespace = corev1.NamespaceNodeLease
 
 // Config configures one node's agent. Zero durations get the defaults listed.
 type Config struct {
-	Log      *statelog.Log
-	Client   *apiclient.Client
-	NodeName string            // required
-	Runtime  *kruntime.Runtime // required; the agent never closes it
-	NodeIP   string            // InternalIP and pods' hostIP; default: the first non-loopback IPv4
-	PodCIDR  string            // written into spec.podCIDR
-	Labels   map[string]string // extra node labels
+	Log       *statelog.Log
+	Informers *informer.Factory // the process's shared informers (required)
+	Client    *apiclient.Client
+	NodeName  string            // required
+	Runtime   *kruntime.Runtime // required; the agent never closes it
+	NodeIP    string            // InternalIP and pods' hostIP; default: the first non-loopback IPv4
+	PodCIDR   string            // written into spec.podCIDR
+	Labels    map[string]string // extra node labels
 
 	LeaseDuration      time.Duration // default 40 s
 	RenewInterval      time.Duration // lease renewal, default 10 s
@@ -109,8 +110,8 @@ func New(cfg Config) func() actorkit.Actor {
 	cfg.defaults()
 	k := &kubelet{
 		cfg: cfg, rt: cfg.Runtime, client: cfg.Client,
-		pods:     informer.For(cfg.Log, "", "pods"),
-		nodes:    informer.For(cfg.Log, "", "nodes"),
+		pods:     cfg.Informers.For("", "pods"),
+		nodes:    cfg.Informers.For("", "nodes"),
 		queue:    &controllerkit.Queue{},
 		recorder: events.New(cfg.Client, "kubelet", cfg.NodeName),
 		backoff:  newBackoff(cfg.BackoffBase, cfg.BackoffMax, cfg.BackoffReset),
@@ -118,16 +119,17 @@ func New(cfg Config) func() actorkit.Actor {
 		started:  map[types.UID]bool{},
 	}
 	k.probes = newProbeManager(k)
-	k.pods.AddHandler(informer.Funcs{
-		Add:    func(o runtime.Object) { k.observe(o.(*corev1.Pod)) },
-		Update: func(_, o runtime.Object) { k.observe(o.(*corev1.Pod)) },
-		// A vanished pod is enqueued too: its sandbox must go.
-		Delete: func(o runtime.Object) { k.observe(o.(*corev1.Pod)) },
-	})
+	k.pods.AddIndexer(informer.IndexNodeName, informer.PodNodeName)
 	ctl := &controllerkit.Controller{
-		Name:      "kubelet/" + cfg.NodeName,
-		Workers:   cfg.Workers,
-		Informers: []*informer.Informer{k.pods, k.nodes},
+		Name:    "kubelet/" + cfg.NodeName,
+		Workers: cfg.Workers,
+		Watches: []controllerkit.Watch{{Informer: k.pods, Handler: informer.Funcs{
+			Add:    func(o runtime.Object) { k.observe(o.(*corev1.Pod)) },
+			Update: func(_, o runtime.Object) { k.observe(o.(*corev1.Pod)) },
+			// A vanished pod is enqueued too: its sandbox must go.
+			Delete: func(o runtime.Object) { k.observe(o.(*corev1.Pod)) },
+		}}},
+		WaitFor:   []*informer.Informer{k.nodes},
 		Queue:     k.queue,
 		Reconcile: k.tracedSync,
 		Resync:    k.enqueueAll,
@@ -165,9 +167,7 @@ func (k *kubelet) forgetUID(uid types.UID) {
 }
 
 func (k *kubelet) ownPods() []*corev1.Pod {
-	return controllerkit.Pods(k.pods.List(func(o runtime.Object) bool {
-		return o.(*corev1.Pod).Spec.NodeName == k.cfg.NodeName
-	}))
+	return controllerkit.Pods(k.pods.ByIndex(informer.IndexNodeName, k.cfg.NodeName))
 }
 
 func (k *kubelet) enqueueAll() {

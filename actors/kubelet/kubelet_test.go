@@ -508,3 +508,27 @@ func diff(after, before []string) []string {
 	}
 	return out
 }
+
+// A panic in the kubelet's event handler restarts the kubelet actor, not the process: the pod
+// it already ran keeps its container, and the pod whose event it crashed on still starts.
+func TestAPanicInTheEventHandlerRestartsTheKubelet(t *testing.T) {
+	h := start(t)
+	h.create(pod("before"))
+	p := h.waitPod("before", 30*time.Second, runningReady)
+	sb := h.sandboxOf(p)
+	if sb == nil || len(sb.Containers) != 1 {
+		t.Fatalf("sandbox %+v", sb)
+	}
+	actorkit.InjectPanic(controllerkit.FaultEvent("kubelet/"+nodeName), 1)
+	h.create(pod("after"))
+	wait(t, 30*time.Second, func() error {
+		if n := h.cp.Actors.Health().Restarts(h.pid.Id); n != 1 {
+			return fmt.Errorf("kubelet restarted %d times, want 1", n)
+		}
+		return nil
+	})
+	h.waitPod("after", 30*time.Second, runningReady)
+	if now := h.sandboxOf(p); now == nil || len(now.Containers) != 1 || now.Containers[0].Pid != sb.Containers[0].Pid {
+		t.Fatalf("the running pod's container changed across the restart: %+v, was %+v", now, sb)
+	}
+}

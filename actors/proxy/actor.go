@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bpf/lb"
 )
 
@@ -30,18 +31,25 @@ type proxyActor struct {
 	wg     sync.WaitGroup
 	dp     *lb.Dataplane // set by run, read after wg.Wait
 	q      workqueue.TypedRateLimitingInterface[string]
+	subs   informer.Subscriptions // this incarnation's
 }
 
+// FaultEvent names the proxy's event-handler fault point (actorkit.InjectPanic).
+func FaultEvent(node string) string { return "proxy " + node + " event" }
+
 func (a *proxyActor) Receive(ctx actorkit.Context) {
-	switch ctx.Message().(type) {
+	switch m := ctx.Message().(type) {
+	case *informer.Event:
+		if h, ok := a.subs.Handler(m); ok {
+			actorkit.Fault(FaultEvent(a.p.cfg.NodeName))
+			m.To(h)
+		}
 	case *actorkit.Started:
 		a.start(ctx)
 	case *actorkit.Restarting:
 		a.stop(false)
 	case *actorkit.Stopping:
 		a.stop(a.p.cfg.Cleanup)
-	case *actorkit.Crash:
-		panic(fmt.Sprintf("%v: crash requested", a.p))
 	}
 }
 
@@ -52,28 +60,20 @@ func (a *proxyActor) start(actx actorkit.Context) {
 	a.q = workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second))
 	p.mu.Lock()
 	p.queue = a.q
+	// Rebuilt from the informers' replay below: changes while no incarnation listened are lost.
+	p.bySvc = map[string]map[string]*discoveryv1.EndpointSlice{}
 	p.mu.Unlock()
-	sys, self := actx.ActorSystem(), actx.Self()
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		// A panic must restart the actor, not kill the process.
-		defer func() {
-			if r := recover(); r != nil {
-				p.cfg.Logger.Error("proxy panic", "node", p.cfg.NodeName, "panic", r, "stack", string(debug.Stack()))
-				sys.Root.Send(self, &actorkit.Crash{})
-			}
-		}()
-		a.run(run)
-	}()
+	sys, self := actorkit.SystemOf(actx), actx.Self()
+	for inf, h := range p.handlers {
+		a.subs.Add(sys, self, inf, h)
+	}
+	// Supervised: a panic restarts the actor (after back-off), not the process.
+	a.wg.Add(1) // stop closes the dataplane only after run has returned
+	actorkit.Go(actx, "proxy sync", func(context.Context) { defer a.wg.Done(); a.run(run) })
 }
 
 func (a *proxyActor) run(ctx context.Context) {
 	p := a.p
-	for _, inf := range []interface{ Run(context.Context) error }{p.svcs, p.slices} {
-		a.wg.Add(1)
-		go func() { defer a.wg.Done(); _ = inf.Run(ctx) }()
-	}
 	dp := a.load(ctx)
 	if dp == nil {
 		return
@@ -169,6 +169,7 @@ func ensureBPFFS(pinDir string) error {
 // stop ends the incarnation. The dataplane is closed, which leaves the
 // pinned hooks and maps serving, or removed when cleanup is asked for.
 func (a *proxyActor) stop(cleanup bool) {
+	a.subs.Stop()
 	if a.cancel == nil {
 		return
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiff-sh/skiff/internal/testutil/cgrouptest"
+	"github.com/skiff-sh/skiff/testkit/cgrouptest"
 )
 
 // The client side runs in a child process (this test binary re-executed)

@@ -30,8 +30,9 @@ func DefaultPinDir(node string) string { return filepath.Join(BPFRoot, "skiff", 
 
 // Config configures one node's proxy.
 type Config struct {
-	Log      *statelog.Log
-	NodeName string
+	Log       *statelog.Log
+	Informers *informer.Factory // the process's shared informers; nil = its own (tests)
+	NodeName  string
 	// Cgroups are the cgroup2 directories whose processes reach Services:
 	// the node's pod subtree and, if wanted, the host's own cgroup.
 	Cgroups []string
@@ -60,9 +61,10 @@ type Stats struct {
 
 // Proxy holds what outlives actor restarts: informers, indexes, counters.
 type Proxy struct {
-	cfg    Config
-	svcs   *informer.Informer
-	slices *informer.Informer
+	cfg      Config
+	svcs     *informer.Informer
+	slices   *informer.Informer
+	handlers map[*informer.Informer]informer.Handler
 
 	mu     sync.Mutex
 	bySvc  map[string]map[string]*discoveryv1.EndpointSlice // service key -> slice key -> slice
@@ -85,8 +87,8 @@ func New(cfg Config) *Proxy {
 	}
 	p := &Proxy{
 		cfg:    cfg,
-		svcs:   informer.For(cfg.Log, "", "services"),
-		slices: informer.For(cfg.Log, "discovery.k8s.io", "endpointslices"),
+		svcs:   cfg.Informers.For("", "services"),
+		slices: cfg.Informers.For("discovery.k8s.io", "endpointslices"),
 		bySvc:  map[string]map[string]*discoveryv1.EndpointSlice{},
 		owned:  map[string][]lb.ServiceKey{},
 		owner:  map[lb.ServiceKey]string{},
@@ -96,18 +98,21 @@ func New(cfg Config) *Proxy {
 		p.noteService(key)
 		p.enqueue(key)
 	}
-	p.svcs.AddHandler(informer.Funcs{
-		Add:    svcChanged,
-		Update: func(_, o runtime.Object) { svcChanged(o) },
-		Delete: svcChanged,
-	})
-	p.slices.AddHandler(informer.Funcs{
-		Add: func(o runtime.Object) { p.sliceChanged(nil, o.(*discoveryv1.EndpointSlice)) },
-		Update: func(old, o runtime.Object) {
-			p.sliceChanged(old.(*discoveryv1.EndpointSlice), o.(*discoveryv1.EndpointSlice))
+	// Subscribed by each actor incarnation (actor.go): changes arrive in its mailbox.
+	p.handlers = map[*informer.Informer]informer.Handler{
+		p.svcs: informer.Funcs{
+			Add:    svcChanged,
+			Update: func(_, o runtime.Object) { svcChanged(o) },
+			Delete: svcChanged,
 		},
-		Delete: func(o runtime.Object) { p.sliceChanged(o.(*discoveryv1.EndpointSlice), nil) },
-	})
+		p.slices: informer.Funcs{
+			Add: func(o runtime.Object) { p.sliceChanged(nil, o.(*discoveryv1.EndpointSlice)) },
+			Update: func(old, o runtime.Object) {
+				p.sliceChanged(old.(*discoveryv1.EndpointSlice), o.(*discoveryv1.EndpointSlice))
+			},
+			Delete: func(o runtime.Object) { p.sliceChanged(o.(*discoveryv1.EndpointSlice), nil) },
+		},
+	}
 	return p
 }
 

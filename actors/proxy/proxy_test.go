@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiff-sh/skiff/testkit/needs"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,9 +20,9 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/bpf/lb"
-	"github.com/skiff-sh/skiff/internal/testutil"
-	"github.com/skiff-sh/skiff/internal/testutil/cgrouptest"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/cgrouptest"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 const backendPort = 8080
@@ -40,7 +42,7 @@ func newEnv(t *testing.T) *env {
 	pin := cgrouptest.MountBPFFS(t)
 	probe, err := lb.Load(lb.Options{})
 	if err != nil {
-		t.Skipf("kernel cannot load the socket LB programs: %v", err)
+		needs.Skipf(t, "kernel cannot load the socket LB programs: %v", err)
 	}
 	probe.Close()
 	cg := cgrouptest.Child(t, "skiff-proxy-test")
@@ -67,7 +69,7 @@ func (e *env) startProxy(cleanup bool) *running {
 	e.t.Helper()
 	e.n++
 	p := New(Config{
-		Log: e.cp.Log, NodeName: "node-a", Cgroups: []string{e.cgroup}, PinDir: e.pin, Cleanup: cleanup,
+		Log: e.cp.Log, Informers: e.cp.Informers, NodeName: "node-a", Cgroups: []string{e.cgroup}, PinDir: e.pin, Cleanup: cleanup,
 		Netns: func() []string { return []string{e.client.Netns} },
 		Maps:  lb.Options{MaxServices: 4096, MaxBackends: 16384, AffinityEntries: 4096, SocketEntries: 4096},
 	})
@@ -380,5 +382,32 @@ func diffStats(a, b Stats) Stats {
 	return Stats{
 		Stats:   lb.Stats{ServiceWrites: a.ServiceWrites - b.ServiceWrites, BackendWrites: a.BackendWrites - b.BackendWrites, BackendDeletes: a.BackendDeletes - b.BackendDeletes},
 		Upserts: a.Upserts - b.Upserts, Deletes: a.Deletes - b.Deletes, Syncs: a.Syncs - b.Syncs,
+	}
+}
+
+// A panic in the proxy's event handler restarts the proxy actor (the process lives), the
+// Services it programmed keep answering meanwhile, and a change made around the crash still
+// reaches the maps.
+func TestAPanicInTheEventHandlerRestartsTheProxy(t *testing.T) {
+	e := newEnv(t)
+	ips := []string{"127.0.0.2", "127.0.0.3"}
+	e.client.must(request{Op: "serve", Addrs: ips, Port: backendPort})
+	r := e.startProxy(false)
+	vip := e.service("web", false)
+	slice := e.createSlice("web", endpoints{ips[0]: true})
+	waitBackends(t, r.p, tcpKey(vip), ips[0])
+
+	actorkit.InjectPanic(FaultEvent("node-a"), 1)
+	e.updateSlice(slice, endpoints{ips[0]: true, ips[1]: true})
+	testutil.Eventually(t, 20*time.Second, 5*time.Millisecond, func() error {
+		if n := e.cp.Actors.Health().Restarts(r.pid.Id); n != 1 {
+			return fmt.Errorf("proxy restarted %d times, want 1", n)
+		}
+		return nil
+	})
+	waitBackends(t, r.p, tcpKey(vip), ips...)
+	counts := e.client.must(request{Op: "tcpn", Addr: netip.AddrPortFrom(vip, 80).String(), N: 100}).Counts
+	if counts[ips[0]] == 0 || counts[ips[1]] == 0 {
+		t.Fatalf("after the restart both backends must answer: %v", counts)
 	}
 }

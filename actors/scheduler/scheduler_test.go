@@ -12,11 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/actors/scheduler"
-	"github.com/skiff-sh/skiff/internal/testutil"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 func node(name, cpu string, taints ...corev1.Taint) *corev1.Node {
@@ -51,16 +50,18 @@ func pod(name, cpu string) *corev1.Pod {
 	}
 }
 
-// startWithScheduler runs a control plane whose scheduler counts every successful bind.
-func startWithScheduler(t *testing.T) (*controlplane.ControlPlane, *actorkit.PID, *bindCounter) {
+// startWithScheduler runs a control plane with only the apiserver, and a scheduler on its
+// shared informers that counts every successful bind.
+func startWithScheduler(t *testing.T) (*controlplane.ControlPlane, *bindCounter) {
 	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) { c.Components = []string{"apiserver"} })
 	binds := &bindCounter{seen: map[string]int{}}
-	pid, err := cp.Actors.Spawn("test-scheduler", scheduler.NewActor(scheduler.Config{Log: cp.Log, Client: cp.Client, OnBind: binds.add}))
-	if err != nil {
+	if _, err := cp.Actors.Spawn(testScheduler, scheduler.NewActor(scheduler.Config{Informers: cp.Informers, Client: cp.Client, OnBind: binds.add})); err != nil {
 		t.Fatal(err)
 	}
-	return cp, pid, binds
+	return cp, binds
 }
+
+const testScheduler = "test-scheduler"
 
 type bindCounter struct {
 	mu   sync.Mutex
@@ -104,7 +105,7 @@ func boundCount(t *testing.T, cp *controlplane.ControlPlane) (int, map[string]in
 }
 
 func TestSchedulerBindsAndExplainsWhatDoesNotFit(t *testing.T) {
-	cp, _, _ := startWithScheduler(t)
+	cp, _ := startWithScheduler(t)
 	ctx := context.Background()
 	taint := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
 	for _, n := range []*corev1.Node{node("a", "1"), node("b", "1"), node("c", "4", taint)} {
@@ -128,22 +129,7 @@ func TestSchedulerBindsAndExplainsWhatDoesNotFit(t *testing.T) {
 	if _, err := cp.Client.Create(ctx, pod("big", "900m")); err != nil {
 		t.Fatal(err)
 	}
-	want := "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}."
-	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
-		o, err := cp.Client.Get(ctx, podsKind(), "default", "big")
-		if err != nil {
-			return err
-		}
-		for _, c := range o.(*corev1.Pod).Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				if c.Message != want {
-					return fmt.Errorf("condition message %q, want %q", c.Message, want)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("no PodScheduled=False condition yet")
-	})
+	waitUnschedulable(t, cp, "big", "0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}.")
 	evKind, _ := schemas.ByResource("", "v1", "events")
 	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 		evs, _, err := cp.Client.List(ctx, evKind, "default", nil)
@@ -160,48 +146,40 @@ func TestSchedulerBindsAndExplainsWhatDoesNotFit(t *testing.T) {
 	})
 	// Capacity arrives: the waiting pod is placed without any new pod event.
 	addNode(t, cp, node("d", "2"))
-	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
-		o, err := cp.Client.Get(ctx, podsKind(), "default", "big")
+	waitBoundTo(t, cp, "big", "d")
+}
+
+// waitUnschedulable waits for the pod's PodScheduled=False condition and checks its message.
+func waitUnschedulable(t *testing.T, cp *controlplane.ControlPlane, name, want string) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		o, err := cp.Client.Get(context.Background(), podsKind(), "default", name)
 		if err != nil {
 			return err
 		}
-		if n := o.(*corev1.Pod).Spec.NodeName; n != "d" {
-			return fmt.Errorf("big is on %q", n)
+		for _, c := range o.(*corev1.Pod).Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				if c.Message != want {
+					return fmt.Errorf("condition message %q, want %q", c.Message, want)
+				}
+				return nil
+			}
 		}
-		return nil
+		return fmt.Errorf("no PodScheduled=False condition yet")
 	})
 }
 
-func TestSchedulerCrashMidRunRestartsAndNeverBindsTwice(t *testing.T) {
-	cp, pid, binds := startWithScheduler(t)
-	ctx := context.Background()
-	for i := range 3 {
-		addNode(t, cp, node(fmt.Sprintf("n%d", i), "64"))
-	}
-	const total = 300
-	errs := make(chan error, 1)
-	go func() {
-		for i := range total {
-			if _, err := cp.Client.Create(ctx, pod(fmt.Sprintf("w%d", i), "10m")); err != nil {
-				errs <- err
-				return
-			}
-			if i == total/3 || i == 2*total/3 {
-				cp.Actors.Send(pid, &actorkit.Crash{})
-			}
+// waitBoundTo waits until the pod is bound to node.
+func waitBoundTo(t *testing.T, cp *controlplane.ControlPlane, name, node string) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		o, err := cp.Client.Get(context.Background(), podsKind(), "default", name)
+		if err != nil {
+			return err
 		}
-		errs <- nil
-	}()
-	if err := <-errs; err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
-		if n, _ := boundCount(t, cp); n != total {
-			return fmt.Errorf("%d of %d bound", n, total)
+		if n := o.(*corev1.Pod).Spec.NodeName; n != node {
+			return fmt.Errorf("%s is on %q, want %q", name, n, node)
 		}
 		return nil
 	})
-	if twice := binds.twice(); len(twice) > 0 {
-		t.Fatalf("pods bound twice: %v", twice)
-	}
 }

@@ -16,11 +16,10 @@ import (
 // other pod bound here is reported Running with every container started and ready.
 func (f *fleet) syncPod(ctx context.Context, key string) error {
 	ns, name := controllerkit.SplitKey(key)
-	o, ok := f.pods.Get(ns, name)
+	p, ok := f.pods.Get(ns, name)
 	if !ok {
 		return nil
 	}
-	p := o.(*corev1.Pod)
 	if !f.ours(p.Spec.NodeName) || f.isFrozen(p.Spec.NodeName) {
 		return nil
 	}
@@ -69,7 +68,7 @@ func (f *fleet) setRunning(p *corev1.Pod) {
 	p.Status.Phase = corev1.PodRunning
 	p.Status.PodIP = ip
 	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
-	p.Status.HostIP = fmt.Sprintf("10.250.%d.%d", f.index[p.Spec.NodeName]/250, f.index[p.Spec.NodeName]%250+1)
+	p.Status.HostIP = f.hostIP(p.Spec.NodeName)
 	p.Status.HostIPs = []corev1.HostIP{{IP: p.Status.HostIP}}
 	if p.Status.StartTime == nil {
 		p.Status.StartTime = &now

@@ -4,7 +4,6 @@
 package simnode
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -12,36 +11,78 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
-	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/informer"
+	"github.com/skiff-sh/skiff/actors/nodeheartbeat"
 	"github.com/skiff-sh/skiff/bus/statelog"
 )
 
 // Label and annotation that mark a simulated node.
 const (
 	LabelSimulated = "skiff.sh/simulated"
-	LeaseNamespace = "kube-node-lease"
+	LeaseNamespace = nodeheartbeat.LeaseNamespace
 )
 
 // Config configures a fleet of simulated nodes.
 type Config struct {
 	Log    *statelog.Log
 	Client *apiclient.Client
-	Nodes  int    // how many; default 3
-	Prefix string // node names are <Prefix><i>, i from 0; default "sim-"
+	// Informers is the process's shared informer factory; if nil the fleet makes its own and runs
+	// it as a child actor.
+	Informers *informer.Factory
+	Nodes     int    // how many; default 3
+	Prefix    string // node names are <Prefix><i>, i from 0; default "sim-"
 	// Capacity of each node; defaults cpu 8, memory 32Gi, pods 110.
 	Capacity corev1.ResourceList
 	Labels   map[string]string // extra node labels
-	// LeaseDuration is written into each Lease (default 40 s); RenewInterval is how often the
-	// leases are renewed (default a quarter of LeaseDuration).
-	LeaseDuration time.Duration
-	RenewInterval time.Duration
-	Workers       int
-	Logger        *slog.Logger
+	// LeaseDuration is written into each Lease (default 40 s); RenewInterval is how often each
+	// lease is renewed (default a quarter of LeaseDuration); NodeStatusInterval is how often an
+	// unchanged Ready status is posted again (default 5 min, as the kubelet does).
+	LeaseDuration      time.Duration
+	RenewInterval      time.Duration
+	NodeStatusInterval time.Duration
+	// HeartbeatWorkers bounds the registrations and renewals in flight (default 64); Workers
+	// the pods reconciled at once (default 64: every real node has a kubelet of its own, so a
+	// fleet that writes pod statuses a few at a time would be the bottleneck it simulates away).
+	HeartbeatWorkers int
+	Workers          int
+	Logger           *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.Nodes <= 0 {
+		c.Nodes = 3
+	}
+	if c.Prefix == "" {
+		c.Prefix = "sim-"
+	}
+	if c.Capacity == nil {
+		c.Capacity = corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("8"),
+			corev1.ResourceMemory: resource.MustParse("32Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		}
+	}
+	if c.LeaseDuration <= 0 {
+		c.LeaseDuration = 40 * time.Second
+	}
+	if c.RenewInterval <= 0 {
+		c.RenewInterval = c.LeaseDuration / 4
+	}
+	if c.NodeStatusInterval <= 0 {
+		c.NodeStatusInterval = 5 * time.Minute
+	}
+	if c.HeartbeatWorkers <= 0 {
+		c.HeartbeatWorkers = 64
+	}
+	if c.Workers <= 0 {
+		c.Workers = 64
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 }
 
 // Freeze makes a node's simulated kubelet stop: no more lease renewals, no more pod updates.
@@ -53,13 +94,18 @@ type Thaw struct{ Node string }
 // NodeName is the name of the i-th node of a fleet with prefix.
 func NodeName(prefix string, i int) string { return fmt.Sprintf("%s%d", prefix, i) }
 
+// fleet is what outlives the actor's restarts: the caches, the heartbeat's memory of leases,
+// frozen nodes and handed-out pod IPs.
 type fleet struct {
-	cfg    Config
-	client *apiclient.Client
-	pods   *informer.Informer
-	nodes  *informer.Informer
-	queue  *controllerkit.Queue
-	index  map[string]int // node name -> index (for pod IPs)
+	cfg        Config
+	client     *apiclient.Client
+	informers  *informer.Factory
+	ownFactory bool
+	pods       informer.Typed[*corev1.Pod]
+	nodes      informer.Typed[*corev1.Node]
+	hb         *nodeheartbeat.Heartbeat
+	names      []string
+	index      map[string]int // node name -> index (for IPs)
 
 	mu     sync.Mutex
 	frozen map[string]bool
@@ -68,75 +114,28 @@ type fleet struct {
 
 // New returns the producer of the simulated-node actor.
 func New(cfg Config) func() actorkit.Actor {
-	if cfg.Nodes <= 0 {
-		cfg.Nodes = 3
+	cfg.defaults()
+	f := &fleet{cfg: cfg, client: cfg.Client, informers: cfg.Informers, index: map[string]int{},
+		frozen: map[string]bool{}, nextIP: map[string]int{}}
+	if f.informers == nil {
+		f.informers, f.ownFactory = informer.NewFactory(cfg.Log), true
 	}
-	if cfg.Prefix == "" {
-		cfg.Prefix = "sim-"
-	}
-	if cfg.Capacity == nil {
-		cfg.Capacity = corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("8"),
-			corev1.ResourceMemory: resource.MustParse("32Gi"),
-			corev1.ResourcePods:   resource.MustParse("110"),
+	f.pods = informer.Shared[*corev1.Pod](f.informers, "", "pods")
+	f.pods.AddIndexer(informer.IndexNodeName, func(p *corev1.Pod) []string {
+		if p.Spec.NodeName == "" {
+			return nil
 		}
-	}
-	if cfg.LeaseDuration <= 0 {
-		cfg.LeaseDuration = 40 * time.Second
-	}
-	if cfg.RenewInterval <= 0 {
-		cfg.RenewInterval = cfg.LeaseDuration / 4
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 4
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	f := &fleet{
-		cfg: cfg, client: cfg.Client,
-		pods:   informer.For(cfg.Log, "", "pods"),
-		nodes:  informer.For(cfg.Log, "", "nodes"),
-		queue:  &controllerkit.Queue{},
-		index:  map[string]int{},
-		frozen: map[string]bool{},
-		nextIP: map[string]int{},
-	}
-	for i := 0; i < cfg.Nodes; i++ {
-		f.index[NodeName(cfg.Prefix, i)] = i
-	}
-	f.pods.AddHandler(informer.Funcs{
-		Add:    func(o runtime.Object) { f.enqueuePod(o.(*corev1.Pod)) },
-		Update: func(_, o runtime.Object) { f.enqueuePod(o.(*corev1.Pod)) },
+		return []string{p.Spec.NodeName}
 	})
-	ctl := &controllerkit.Controller{
-		Name:      "simnode",
-		Workers:   cfg.Workers,
-		Informers: []*informer.Informer{f.pods, f.nodes},
-		Queue:     f.queue,
-		Reconcile: f.syncPod,
-		Resync: func() {
-			for _, o := range f.pods.List(nil) {
-				f.enqueuePod(o.(*corev1.Pod))
-			}
-		},
-		Loops:   []func(context.Context){f.heartbeat},
-		Receive: f.receive,
-		Logger:  cfg.Logger,
+	f.nodes = informer.Shared[*corev1.Node](f.informers, "", "nodes")
+	f.hb = &nodeheartbeat.Heartbeat{Client: cfg.Client, Nodes: f.nodes, LeaseDuration: cfg.LeaseDuration,
+		StatusInterval: cfg.NodeStatusInterval, ReadyMessage: "simulated kubelet is posting ready status"}
+	for i := 0; i < cfg.Nodes; i++ {
+		name := NodeName(cfg.Prefix, i)
+		f.names = append(f.names, name)
+		f.index[name] = i
 	}
-	return ctl.Producer()
-}
-
-func (f *fleet) receive(ctx actorkit.Context) {
-	switch m := ctx.Message().(type) {
-	case *Freeze:
-		f.setFrozen(m.Node, true)
-	case *Thaw:
-		f.setFrozen(m.Node, false)
-		for _, o := range f.pods.List(func(o runtime.Object) bool { return o.(*corev1.Pod).Spec.NodeName == m.Node }) {
-			f.enqueuePod(o.(*corev1.Pod))
-		}
-	}
+	return func() actorkit.Actor { return &fleetActor{f: f} }
 }
 
 func (f *fleet) setFrozen(node string, v bool) {
@@ -154,10 +153,4 @@ func (f *fleet) isFrozen(node string) bool {
 func (f *fleet) ours(node string) bool {
 	_, ok := f.index[node]
 	return ok
-}
-
-func (f *fleet) enqueuePod(p *corev1.Pod) {
-	if f.ours(p.Spec.NodeName) {
-		f.queue.Add(controllerkit.KeyOf(p))
-	}
 }

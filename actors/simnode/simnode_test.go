@@ -20,7 +20,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/actors/simnode"
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 func TestRegistersNodesRenewsLeasesAndRunsPods(t *testing.T) {

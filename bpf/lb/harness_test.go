@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiff-sh/skiff/internal/testutil/cgrouptest"
+	"github.com/skiff-sh/skiff/testkit/cgrouptest"
 )
 
 // The client side of every test runs in a separate process placed into a

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cilium/ebpf/link"
 
-	"github.com/skiff-sh/skiff/internal/testutil/cgrouptest"
+	"github.com/skiff-sh/skiff/testkit/cgrouptest"
 )
 
 func attachedCount(t *testing.T, cgroup string) int {

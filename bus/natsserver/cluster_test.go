@@ -12,7 +12,7 @@ import (
 
 	"github.com/skiff-sh/skiff/bus/natsserver"
 	"github.com/skiff-sh/skiff/bus/statelog"
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // ackCounter records every acknowledged write of a writer and the longest wait between two acks.

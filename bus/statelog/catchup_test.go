@@ -6,8 +6,8 @@ import (
 )
 
 // When the view's consumer stops delivering (its server died and the library has not yet made
-// a new one), a write still returns with the view holding it, read straight from the stream,
-// and watchers see the writes in order with none missing.
+// a new one), a write still returns, Rev and reads after it find it in the view, read straight
+// from the stream, and watchers see the writes in order with none missing.
 func TestWritesCatchUpWhenTheConsumerStalls(t *testing.T) {
 	e := newEnv(t)
 	l := e.open(Config{Memory: true})

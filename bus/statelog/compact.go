@@ -24,8 +24,9 @@ func (l *Log) Compact(ctx context.Context, rev uint64) error {
 	if rev <= l.CompactedRev() {
 		return nil
 	}
-	if rev > l.Rev() {
-		return fmt.Errorf("statelog: compact to %d beyond applied revision %d", rev, l.Rev())
+	// Rev brings in this Log's own acknowledged writes, so the plan covers every write <= rev.
+	if cur := l.Rev(); rev > cur {
+		return fmt.Errorf("statelog: compact to %d beyond applied revision %d", rev, cur)
 	}
 	plan := l.view.compactPlan(rev)
 	markSeq, err := l.writeMark(ctx, rev)
@@ -61,7 +62,7 @@ func (l *Log) writeMark(ctx context.Context, rev uint64) (uint64, error) {
 		if last >= rev {
 			return seq, nil
 		}
-		markSeq, err := l.publish(ctx, l.markSubj, []byte(strconv.FormatUint(rev, 10)), nil, false, seq)
+		markSeq, err := l.publish(ctx, "", l.markSubj, []byte(strconv.FormatUint(rev, 10)), nil, false, seq)
 		if errors.Is(err, errWrongLast) {
 			continue
 		}

@@ -34,6 +34,8 @@ type Log struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 
+	own ownWrites // acknowledged writes the view may not have yet (ryw.go)
+
 	errMu   sync.Mutex
 	lastErr error
 	// applyMu orders the two ways messages reach the view: the consumer and catchUp.
@@ -62,9 +64,10 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		st:       st,
 		keyBase:  cfg.Prefix + ".k",
 		markSubj: cfg.Prefix + ".m." + metaMark,
-		view:     newView(),
+		view:     newView(cfg.HistoryBytes),
 		stop:     make(chan struct{}),
 	}
+	l.own.keys = map[string]uint64{}
 	if info.State.Msgs == 0 {
 		// Nothing to replay, but revisions continue from the last sequence.
 		l.view.rev = info.State.LastSeq
@@ -135,6 +138,7 @@ func (l *Log) apply(seq uint64, subj string, h nats.Header, data []byte, at time
 		key, err := subjectKey(l.keyBase, subj)
 		if err == nil {
 			l.view.applyKey(seq, key, h.Get(hdrOp) == opDelete, data, fromNATSHeader(h), at)
+			l.settle(key, seq)
 			return
 		}
 	}
@@ -157,7 +161,7 @@ const catchUpAfter = time.Second
 func (l *Log) catchUp(ctx context.Context, target uint64) error {
 	l.applyMu.Lock()
 	defer l.applyMu.Unlock()
-	for seq := l.Rev() + 1; seq <= target; seq++ {
+	for seq := l.applied() + 1; seq <= target; seq++ {
 		m, err := l.st.GetMsg(ctx, seq)
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -176,7 +180,7 @@ func (l *Log) catchUp(ctx context.Context, target uint64) error {
 func (l *Log) waitForExisting(ctx context.Context, rev uint64) error {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, catchUpAfter)
-		err := l.WaitForRev(wctx, rev)
+		err := l.waitApplied(wctx, rev)
 		cancel()
 		if err == nil || ctx.Err() != nil || errors.Is(err, ErrClosed) {
 			return err
@@ -185,7 +189,7 @@ func (l *Log) waitForExisting(ctx context.Context, rev uint64) error {
 		err = l.catchUp(cctx, rev)
 		cancel()
 		if err == nil {
-			return l.WaitForRev(ctx, rev)
+			return l.waitApplied(ctx, rev)
 		}
 	}
 }
@@ -199,6 +203,7 @@ func (l *Log) bookmarkLoop() {
 		select {
 		case <-t.C:
 			l.view.bookmark()
+			l.sweep()
 		case <-l.stop:
 			return
 		}
@@ -231,13 +236,6 @@ func (l *Log) ConsumerErr() error {
 	return l.lastErr
 }
 
-// Rev is the revision the view has applied.
-func (l *Log) Rev() uint64 {
-	l.view.mu.RLock()
-	defer l.view.mu.RUnlock()
-	return l.view.rev
-}
-
 // CompactedRev is the revision below which history is gone.
 func (l *Log) CompactedRev() uint64 {
 	l.view.mu.RLock()
@@ -245,8 +243,24 @@ func (l *Log) CompactedRev() uint64 {
 	return l.view.compacted
 }
 
-// WaitForRev waits until the view has applied rev.
+// OldestWatchRev is the lowest revision a watch may start from: the compaction mark, or the
+// oldest event the history's byte bound still keeps.
+func (l *Log) OldestWatchRev() uint64 {
+	l.view.mu.RLock()
+	defer l.view.mu.RUnlock()
+	return l.view.oldestWatchRev()
+}
+
+// WaitForRev waits until the view has applied rev. A revision this Log wrote is known to
+// exist, so for one the view is caught up from the stream if its consumer lags.
 func (l *Log) WaitForRev(ctx context.Context, rev uint64) error {
+	if rev <= l.own.acked.Load() {
+		return l.waitForExisting(ctx, rev)
+	}
+	return l.waitApplied(ctx, rev)
+}
+
+func (l *Log) waitApplied(ctx context.Context, rev uint64) error {
 	v := l.view
 	for {
 		v.mu.RLock()
@@ -268,26 +282,31 @@ func (l *Log) WaitForRev(ctx context.Context, rev uint64) error {
 	}
 }
 
-func (l *Log) waitRead(ctx context.Context, o ReadOptions) error {
-	target := o.MinRev
+// waitRead waits until the view is as fresh as o asks and holds own, the highest revision
+// of this Log's acknowledged writes the read could see.
+func (l *Log) waitRead(ctx context.Context, o ReadOptions, own uint64) error {
+	known := own // a revision the stream is known to hold
 	if o.Consistent {
 		info, err := l.st.Info(ctx)
 		if err != nil {
 			return err
 		}
-		if target <= info.State.LastSeq {
-			return l.waitForExisting(ctx, info.State.LastSeq)
+		known = max(known, info.State.LastSeq)
+	}
+	if known > l.applied() {
+		if err := l.waitForExisting(ctx, known); err != nil {
+			return err
 		}
 	}
-	if target == 0 {
-		return nil
+	if o.MinRev > l.applied() {
+		return l.WaitForRev(ctx, o.MinRev)
 	}
-	return l.WaitForRev(ctx, target)
+	return nil
 }
 
-// Get returns the live value of key.
+// Get returns the live value of key. It sees every write of key this Log has returned from.
 func (l *Log) Get(ctx context.Context, key string, o ReadOptions) (Entry, error) {
-	if err := l.waitRead(ctx, o); err != nil {
+	if err := l.waitRead(ctx, o, l.ownUnder(key, true)); err != nil {
 		return Entry{}, err
 	}
 	e, _, ok := l.view.get(key)
@@ -298,9 +317,10 @@ func (l *Log) Get(ctx context.Context, key string, o ReadOptions) (Entry, error)
 }
 
 // List returns the live entries whose key starts with prefix, sorted by
-// key, and the revision the list reflects.
+// key, and the revision the list reflects. It sees every write under prefix this Log has
+// returned from.
 func (l *Log) List(ctx context.Context, prefix string, o ReadOptions) ([]Entry, uint64, error) {
-	if err := l.waitRead(ctx, o); err != nil {
+	if err := l.waitRead(ctx, o, l.ownUnder(prefix, false)); err != nil {
 		return nil, 0, err
 	}
 	es, rev := l.view.list(prefix)

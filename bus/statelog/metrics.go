@@ -9,7 +9,9 @@ import (
 
 var (
 	writeDuration = metrics.Histogram("skiff_statelog_write_duration_seconds",
-		"Time from publishing a write to the state stream until this log's view has applied it.", "op", "result")
+		"Time from publishing a write to the state stream until JetStream acknowledged it.", "op", "result")
+	historyTrimmed = metrics.Counter("skiff_statelog_history_trimmed_total",
+		"Events a view let go of to keep its history within its byte bound (watches from before them get 410 Gone).").WithLabelValues()
 	watchLag = metrics.Histogram("skiff_statelog_watch_lag_seconds",
 		"Time from a write being stored in the stream until its event is handed to a watcher.").WithLabelValues()
 )

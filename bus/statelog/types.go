@@ -2,7 +2,9 @@
 // revision == stream sequence, with an in-memory view (key index plus an
 // event history, like kube-apiserver's watch cache) that serves reads and
 // watches. Writes go straight to JetStream with per-subject CAS, so several
-// Log instances on one stream stay correct.
+// Log instances on one stream stay correct. A write returns at JetStream's ack;
+// a read or watch of the same Log that could see it first waits for the view to
+// apply it (read-your-writes without a read-back per write).
 package statelog
 
 import (
@@ -21,6 +23,10 @@ var (
 	ErrInvalid  = errBadKey
 )
 
+// DefaultHistoryBytes is the default bound of a view's event history. Compaction bounds the
+// history by age; this bounds it by size, whatever the write rate.
+const DefaultHistoryBytes = 128 << 20
+
 // Config configures a Log.
 type Config struct {
 	Stream           string        // default "STATE"
@@ -29,6 +35,10 @@ type Config struct {
 	Memory           bool          // memory storage (tests)
 	BookmarkInterval time.Duration // default 30s
 	WatchBuffer      int           // per-watcher buffer, default 1024; overflow closes the watcher with ErrTooSlow
+	// HistoryBytes bounds the view's event history (the watch cache) besides compaction;
+	// default DefaultHistoryBytes. A watch from a revision older than what is kept gets
+	// ErrExpired, and its client relists, as with compaction.
+	HistoryBytes int64
 	// ReadOnly opens an existing stream without creating or updating it, for readers whose
 	// NATS permissions allow no more; writes then fail with ErrReadOnly.
 	ReadOnly bool
@@ -49,6 +59,9 @@ func (c *Config) defaults() {
 	}
 	if c.WatchBuffer <= 0 {
 		c.WatchBuffer = 1024
+	}
+	if c.HistoryBytes <= 0 {
+		c.HistoryBytes = DefaultHistoryBytes
 	}
 }
 
@@ -107,7 +120,8 @@ type ReadOptions struct {
 
 // WatchOptions selects where a watch starts.
 type WatchOptions struct {
-	// FromRev > 0: every event with Rev > FromRev, in order; ErrExpired if FromRev < CompactedRev().
+	// FromRev > 0: every event with Rev > FromRev, in order; ErrExpired if FromRev <
+	// OldestWatchRev() (compacted, or older than the history the size bound keeps).
 	FromRev uint64
 	// SendInitial: a Put per live key at the current revision R (after
 	// waiting for FromRev if set), then a bookmark {Rev: R, InitialEnd: true}.

@@ -18,7 +18,7 @@ func lessItem(a, b *item) bool { return a.key < b.key }
 
 // view is the in-memory state built from the stream: live keys, tombstones
 // still in the stream (a re-create must CAS on them), and the event history
-// since the compaction mark (the watch cache).
+// since the compaction mark (the watch cache), at most historyLimit bytes of it.
 type view struct {
 	mu        sync.RWMutex
 	rev       uint64
@@ -28,16 +28,78 @@ type view struct {
 	history   []Event
 	watchers  map[*Watcher]struct{}
 	changed   chan struct{} // closed and replaced whenever rev advances
+
+	historyBytes int64 // what history holds, by eventCost
+	historyLimit int64
+	// trimmed is the newest revision the size bound let go of: a watch must start at or
+	// after it. trimmedKeys has, per key, its newest write let go of since the last
+	// compaction mark: the compaction plan still needs it (compactPlan).
+	trimmed     uint64
+	trimmedKeys map[string]trimmedWrite
 }
 
-func newView() *view {
+type trimmedWrite struct {
+	rev uint64
+	del bool
+}
+
+func newView(historyLimit int64) *view {
 	return &view{
-		live:     btree.NewG(32, lessItem),
-		tombs:    map[string]uint64{},
-		watchers: map[*Watcher]struct{}{},
-		changed:  make(chan struct{}),
+		live:         btree.NewG(32, lessItem),
+		tombs:        map[string]uint64{},
+		watchers:     map[*Watcher]struct{}{},
+		changed:      make(chan struct{}),
+		historyLimit: historyLimit,
+		trimmedKeys:  map[string]trimmedWrite{},
 	}
 }
+
+// eventOverhead approximates what an event costs besides its key and values: the Event in
+// the history slice and its header map.
+const eventOverhead = 160
+
+// eventCost is what an event keeps in memory. A previous value is often shared with the
+// previous event of the key; counting it anyway keeps the bound an upper bound.
+func eventCost(ev *Event) int64 {
+	n := eventOverhead + len(ev.Key) + len(ev.Value)
+	if len(ev.PrevValue) > 0 && (len(ev.Value) == 0 || &ev.PrevValue[0] != &ev.Value[0]) {
+		n += len(ev.PrevValue)
+	}
+	for k, v := range ev.Header {
+		n += len(k) + len(v)
+	}
+	return int64(n)
+}
+
+// appendHistory records ev and, over the byte bound, lets go of the oldest events.
+func (v *view) appendHistory(ev Event) {
+	v.history = append(v.history, ev)
+	v.historyBytes += eventCost(&ev)
+	n := 0
+	for excess := v.historyBytes - v.historyLimit; excess > 0 && n < len(v.history); n++ {
+		old := &v.history[n]
+		excess -= eventCost(old)
+		v.trimmed = old.Rev
+		v.trimmedKeys[old.Key] = trimmedWrite{rev: old.Rev, del: old.Type == EventDelete}
+	}
+	if n > 0 {
+		historyTrimmed.Add(float64(n))
+		v.dropHistory(n)
+	}
+}
+
+// dropHistory forgets the n oldest events, clearing them so their values can be freed.
+func (v *view) dropHistory(n int) {
+	for i := range n {
+		v.historyBytes -= eventCost(&v.history[i])
+		v.history[i] = Event{}
+	}
+	v.history = v.history[n:]
+}
+
+// oldestWatchRev is the lowest revision a watch may start from: below it, events are gone
+// (compacted, or let go of by the size bound).
+func (v *view) oldestWatchRev() uint64 { return max(v.compacted, v.trimmed) }
 
 func (v *view) advance(seq uint64) {
 	v.rev = seq
@@ -71,7 +133,7 @@ func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header
 			ev.PrevRev, ev.PrevValue = prev.e.Rev, prev.e.Value
 		}
 	}
-	v.history = append(v.history, ev)
+	v.appendHistory(ev)
 	v.advance(seq)
 	v.fanout(ev)
 }
@@ -85,11 +147,15 @@ func (v *view) applyOther(seq uint64, compactTo uint64) {
 	}
 	if compactTo > v.compacted {
 		v.compacted = compactTo
-		i := sort.Search(len(v.history), func(i int) bool { return v.history[i].Rev > compactTo })
-		v.history = append([]Event(nil), v.history[i:]...)
+		v.dropHistory(sort.Search(len(v.history), func(i int) bool { return v.history[i].Rev > compactTo }))
 		for k, r := range v.tombs {
 			if r < compactTo {
 				delete(v.tombs, k)
+			}
+		}
+		for k, w := range v.trimmedKeys {
+			if w.rev <= compactTo {
+				delete(v.trimmedKeys, k)
 			}
 		}
 	}
@@ -161,24 +227,38 @@ func (v *view) list(prefix string) ([]Entry, uint64) {
 // compactPlan lists, per key, the sequence below which its subject can be
 // purged: each key keeps its state at rev (the last write <= rev: a later
 // delete event needs that value), except a tombstone below rev.
+//
+// Writes the size bound let go of count through trimmedKeys. A key whose newest trimmed write
+// is above rev has lost its write <= rev from memory: it is left for a later compaction.
 func (v *view) compactPlan(rev uint64) map[string]uint64 {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	plan := map[string]uint64{}
+	planWrite := func(key string, at uint64, del bool) {
+		if del && at < rev {
+			plan[key] = at + 1
+		} else {
+			plan[key] = at
+		}
+	}
+	unknown := map[string]bool{}
+	for k, w := range v.trimmedKeys {
+		if w.rev <= rev {
+			planWrite(k, w.rev, w.del)
+		} else {
+			unknown[k] = true
+		}
+	}
 	for _, ev := range v.history {
 		if ev.Rev > rev {
 			break
 		}
-		if ev.Type == EventDelete && ev.Rev < rev {
-			plan[ev.Key] = ev.Rev + 1
-		} else {
-			plan[ev.Key] = ev.Rev
-		}
+		planWrite(ev.Key, ev.Rev, ev.Type == EventDelete)
 	}
 	// Tombstones with no delete event in this history (deleted while not
 	// live, or replayed after an earlier compaction) go too.
 	for k, r := range v.tombs {
-		if r < rev && plan[k] <= r {
+		if r < rev && plan[k] <= r && !unknown[k] {
 			plan[k] = r + 1
 		}
 	}

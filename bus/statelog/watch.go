@@ -93,6 +93,10 @@ func (l *Log) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watche
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
+	// The snapshot, the history and "now" all include this Log's own writes under prefix.
+	if err := l.waitOwn(ctx, prefix, false); err != nil {
+		return nil, err
+	}
 	if o.SendInitial && o.FromRev > 0 {
 		if err := l.WaitForRev(ctx, o.FromRev); err != nil {
 			return nil, err
@@ -108,7 +112,7 @@ func (l *Log) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watche
 		v:         v,
 	}
 	v.mu.Lock()
-	if o.FromRev > 0 && o.FromRev < v.compacted {
+	if o.FromRev > 0 && o.FromRev < v.oldestWatchRev() {
 		v.mu.Unlock()
 		return nil, ErrExpired
 	}

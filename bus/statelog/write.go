@@ -11,9 +11,11 @@ import (
 
 var errWrongLast = errors.New("statelog: wrong last subject sequence")
 
-// publish appends a message on subj if the subject's last sequence is expect
-// (0: the subject has no message).
-func (l *Log) publish(ctx context.Context, subj string, data []byte, h Header, del bool, expect uint64) (rev uint64, err error) {
+// publish appends a message on subj (key's, or "" outside the key space) if the subject's
+// last sequence is expect (0: the subject has no message). It returns at JetStream's ack:
+// the write is stored then, and this Log's reads that could see it wait for the view to
+// apply it (ryw.go), so no write waits for its own read-back.
+func (l *Log) publish(ctx context.Context, key, subj string, data []byte, h Header, del bool, expect uint64) (rev uint64, err error) {
 	if l.closed.Load() {
 		return 0, ErrClosed
 	}
@@ -31,9 +33,7 @@ func (l *Log) publish(ctx context.Context, subj string, data []byte, h Header, d
 		}
 		return 0, err
 	}
-	// Read-your-writes on this Log: return once the view has the write. The
-	// write stands even if the wait is cut short.
-	_ = l.waitForExisting(ctx, ack.Sequence)
+	l.noteAcked(key, ack.Sequence)
 	return ack.Sequence, nil
 }
 
@@ -59,7 +59,7 @@ func (l *Log) isTombstone(ctx context.Context, key, subj string, rev uint64) (bo
 	if tombRev == rev {
 		return true, nil
 	}
-	if rev <= l.Rev() {
+	if rev <= l.applied() {
 		return false, nil // not this key's latest write: the CAS fails anyway
 	}
 	m, err := l.st.GetMsg(ctx, rev)
@@ -81,6 +81,11 @@ func (l *Log) Create(ctx context.Context, key string, value []byte, h Header) (u
 	if err != nil {
 		return 0, err
 	}
+	// The view's state is the CAS's first guess; with this Log's own last write of key in it
+	// the guess is right without a failed publish and a lookup.
+	if err := l.waitOwn(ctx, key, true); err != nil {
+		return 0, err
+	}
 	liveRev, expect := l.view.state(key)
 	if liveRev != 0 {
 		// The view may be behind a delete; ask the stream.
@@ -94,7 +99,7 @@ func (l *Log) Create(ctx context.Context, key string, value []byte, h Header) (u
 		expect = seq
 	}
 	for range casRetries {
-		rev, err := l.publish(ctx, subj, value, h, false, expect)
+		rev, err := l.publish(ctx, key, subj, value, h, false, expect)
 		if !errors.Is(err, errWrongLast) {
 			return rev, err
 		}
@@ -132,6 +137,12 @@ func (l *Log) change(ctx context.Context, key string, value []byte, expectedRev 
 		return 0, err
 	}
 	unconditional := expectedRev == 0
+	if !unconditional {
+		// isTombstone asks the view first, which then knows this Log's last write of key.
+		if err := l.waitOwn(ctx, key, true); err != nil {
+			return 0, err
+		}
+	}
 	for range casRetries {
 		if unconditional {
 			seq, live, err := l.lastFor(ctx, subj)
@@ -147,7 +158,7 @@ func (l *Log) change(ctx context.Context, key string, value []byte, expectedRev 
 		} else if tomb {
 			return 0, ErrNotFound
 		}
-		rev, err := l.publish(ctx, subj, value, h, del, expectedRev)
+		rev, err := l.publish(ctx, key, subj, value, h, del, expectedRev)
 		if !errors.Is(err, errWrongLast) {
 			return rev, err
 		}

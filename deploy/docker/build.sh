@@ -47,7 +47,7 @@ need() {
 need docker "bash .ci/deps/docker.sh"
 for b in containerd containerd-shim-runc-v2 runc; do need "$b" "bash .ci/deps/node.sh"; done
 need xtables-nft-multi "apt-get install iptables"
-for p in bridge host-local loopback portmap; do
+for p in bridge host-local loopback portmap firewall; do
 	[ -x "$CNI_BIN_DIR/$p" ] || {
 		echo "build.sh: CNI plugin $CNI_BIN_DIR/$p missing (bash .ci/deps/node.sh)" >&2
 		exit 1
@@ -101,7 +101,7 @@ for b in containerd containerd-shim-runc-v2 runc; do
 	# The agent finds them on PATH: keep them in /usr/local/bin whatever the host's layout.
 	[ -e "$r/usr/local/bin/$b" ] || ln -s "$(command -v "$b")" "$r/usr/local/bin/$b"
 done
-for p in bridge host-local loopback portmap; do
+for p in bridge host-local loopback portmap firewall; do
 	install -D -m 0755 "$CNI_BIN_DIR/$p" "$r/opt/cni/bin/$p"
 done
 # iptables (nf_tables backend) for the bridge plugin's masquerade and portmap: the multi-call

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 	"github.com/skiff-sh/skiff/deploy/images/examples"
-	"github.com/skiff-sh/skiff/internal/testutil"
-	"github.com/skiff-sh/skiff/internal/testutil/qemuvm"
+	"github.com/skiff-sh/skiff/testkit/needs"
+	"github.com/skiff-sh/skiff/testkit/qemuvm"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // modules are what a node needs beyond the Debian kernel's built-ins: the virtio NIC and RNG,
@@ -87,13 +89,13 @@ func buildNodeImage(t *testing.T, k qemuvm.Kernel, dir string) string {
 	for _, name := range []string{"containerd", "containerd-shim-runc-v2", "runc"} {
 		p, err := exec.LookPath(name)
 		if err != nil {
-			t.Skipf("%s not installed (bash .ci/deps/node.sh installs it)", name)
+			needs.Skipf(t, "%s not installed (bash .ci/deps/node.sh installs it)", name)
 		}
 		bins["/usr/local/bin/"+name] = p
 	}
-	for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
+	for _, p := range kruntime.CNIPlugins {
 		if _, err := os.Stat("/opt/cni/bin/" + p); err != nil {
-			t.Skip("CNI plugins not installed (bash .ci/deps/node.sh installs them)")
+			needs.Skip(t, "CNI plugins not installed (bash .ci/deps/node.sh installs them)")
 		}
 		bins["/opt/cni/bin/"+p] = "/opt/cni/bin/" + p
 	}
@@ -102,7 +104,7 @@ func buildNodeImage(t *testing.T, k qemuvm.Kernel, dir string) string {
 	legacy, err := exec.LookPath("xtables-legacy-multi")
 	ext, _ := filepath.Glob("/usr/lib/*/xtables")
 	if err != nil || len(ext) == 0 {
-		t.Skip("iptables not installed (bash .ci/deps/vm.sh installs it)")
+		needs.Skip(t, "iptables not installed (bash .ci/deps/vm.sh installs it)")
 	}
 	bins["/usr/sbin/xtables-legacy-multi"] = legacy
 	bins["/usr/local/bin/skiff"] = testutil.BuildBinary(t, "./services/skiff")

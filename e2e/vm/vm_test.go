@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/skiff-sh/skiff/testkit/needs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,10 +17,10 @@ import (
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/actors/nodeapi"
 	"github.com/skiff-sh/skiff/bus/natsserver"
-	"github.com/skiff-sh/skiff/internal/testutil"
-	"github.com/skiff-sh/skiff/internal/testutil/echoapp"
-	"github.com/skiff-sh/skiff/internal/testutil/qemuvm"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/echoapp"
+	"github.com/skiff-sh/skiff/testkit/qemuvm"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // cluster is a control plane on the host and VM nodes that joined it over the host bridge.
@@ -43,11 +44,11 @@ func startCluster(t *testing.T, n int) *cluster {
 		t.Skip("VM e2e runs only with SKIFF_E2E_VM=1 (go tool task e2e:vm)")
 	}
 	if why := qemuvm.Missing(); why != "" {
-		t.Skip(why)
+		needs.Skip(t, why)
 	}
 	k, err := qemuvm.FindKernel()
 	if err != nil {
-		t.Skip(err)
+		needs.Skip(t, err)
 	}
 	dir := t.TempDir()
 	t0 := time.Now()

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/internal/metrics"
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // A process without an apiserver serves /metrics on its own listener, with what its packages

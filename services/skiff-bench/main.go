@@ -10,12 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skiff-sh/skiff/actors/apiserver/apibench"
-	"github.com/skiff-sh/skiff/actors/kubelet/kubeletbench"
 	"github.com/skiff-sh/skiff/actors/scheduler/framework"
-	"github.com/skiff-sh/skiff/actors/scheduler/schedbench"
-	"github.com/skiff-sh/skiff/bpf/lbbench"
-	"github.com/skiff-sh/skiff/bus/statelog/statelogbench"
+	"github.com/skiff-sh/skiff/services/skiff-bench/apibench"
+	"github.com/skiff-sh/skiff/services/skiff-bench/kubeletbench"
+	"github.com/skiff-sh/skiff/services/skiff-bench/lbbench"
+	"github.com/skiff-sh/skiff/services/skiff-bench/schedbench"
+	"github.com/skiff-sh/skiff/services/skiff-bench/statelogbench"
+	"github.com/skiff-sh/skiff/services/skiff-bench/systembench"
 )
 
 type suite struct {
@@ -25,6 +26,11 @@ type suite struct {
 
 func main() {
 	only := flag.String("only", "", "comma-separated suites to run (default: all)")
+	var system systembench.Options
+	flag.IntVar(&system.Nodes, "system-nodes", 5000, "system suite: simulated nodes")
+	flag.IntVar(&system.Pods, "system-pods", 10000, "system suite: replicas of the Deployment as applied")
+	flag.IntVar(&system.ScaleTo, "system-scale-to", 0, "system suite: replicas it is then scaled to (default 3 × -system-pods; -1: no second phase)")
+	flag.StringVar(&system.ProfileDir, "system-profile-dir", "", "system suite: keep the CPU profiles of skiff up here")
 	flag.Parse()
 	suites := []suite{
 		{"statelog", statelogbench.RunBench},
@@ -34,6 +40,7 @@ func main() {
 		{"scheduler", func(w io.Writer) error { return schedbench.Run(w, schedbench.Options{}) }},
 		{"lb", func(w io.Writer) error { return lbbench.Run(w, lbbench.Options{}) }},
 		{"kubelet", kubeletbench.RunBench},
+		{"system", func(w io.Writer) error { return systembench.Run(w, system) }},
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {

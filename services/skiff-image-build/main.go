@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/skiff-sh/skiff/deploy/images/ocibuild"
+	"github.com/skiff-sh/skiff/internal/ocibuild"
 )
 
 // list is a repeatable string flag.

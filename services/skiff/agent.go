@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +16,8 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/agent"
 	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/identity"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/tracing"
@@ -58,7 +62,8 @@ func (n *nodeFlags) register(cmd *cobra.Command, optional bool) {
 	f.BoolVar(&n.routes, "route-pod-cidrs", !optional, "route other Ready nodes' pod CIDRs via their InternalIP (nodes on one L2 network)")
 }
 
-func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, nc *nats.Conn, actors *actorkit.System, dataDir string, logger *slog.Logger) (*agent.Agent, error) {
+// start runs the node agent; informers is the process's shared factory (nil: the agent makes its own).
+func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, informers *informer.Factory, nc *nats.Conn, actors *actorkit.System, dataDir string, logger *slog.Logger) (*agent.Agent, error) {
 	if why := agent.Supported(); why != "" {
 		fmt.Fprintf(os.Stderr, "skiff: no node agent here: %s\n", why)
 		return nil, nil
@@ -69,7 +74,7 @@ func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, nc *nats.Conn,
 	}
 	// The agent calls the API as its node (system:node:<name>); on secured NATS only it can.
 	client := &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: identity.NodeID(n.name).APISubject()}}
-	return agent.Start(ctx, agent.Config{Log: log, Client: client, NATS: nc, Actors: actors, NodeName: n.name, DataDir: dataDir,
+	return agent.Start(ctx, agent.Config{Log: log, Informers: informers, Client: client, NATS: nc, Actors: actors, NodeName: n.name, DataDir: dataDir,
 		ContainerdSocket: n.containerd, PodCIDR: n.podCIDR, ImagesDir: images, CgroupRoot: n.cgroup, Logger: logger,
 		NodeIP: n.nodeIP, Namespace: n.namespace, RenewInterval: n.leaseRenew, RoutePodCIDRs: n.routes})
 }
@@ -81,26 +86,28 @@ func newAgent() *cobra.Command {
 		Use:   "agent",
 		Short: "Run a node agent (kubelet + proxy) that joins a Skiff control plane through NATS",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := join(cmd.Context(), natsURL, "skiff-agent-"+node.name, natsAuth{creds: natsCreds, id: identity.NodeID(node.name)})
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			m, err := controlplane.Join(ctx, natsURL, "skiff-agent-"+node.name, controlplane.NATSAuth{Creds: natsCreds, ID: identity.NodeID(node.name)})
 			if err != nil {
 				return err
 			}
-			defer m.close()
+			defer m.Close()
 			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 			// Spans go to the control plane's store over this node's API subject, and to OTLP if asked.
-			toStore, err := apiServerSpans(m.ctx, apiclient.NATS{Conn: m.nc, Subject: identity.NodeID(node.name).APISubject()}, logger)
+			toStore, err := apiServerSpans(ctx, apiclient.NATS{Conn: m.Conn, Subject: identity.NodeID(node.name).APISubject()}, logger)
 			if err != nil {
 				return err
 			}
-			shutdown, err := tracing.Setup(m.ctx, "skiff-agent", node.otlpEndpoint, tracing.WithProcessor(toStore))
+			shutdown, err := tracing.Setup(ctx, "skiff-agent", node.otlpEndpoint, tracing.WithProcessor(toStore))
 			if err != nil {
 				return err
 			}
 			defer flushTraces(shutdown)
-			if err := node.serveMetrics(m.ctx, cmd, logger); err != nil {
+			if err := node.serveMetrics(ctx, cmd, logger); err != nil {
 				return err
 			}
-			a, err := node.start(m.ctx, m.log, m.nc, m.actors, dataDir, logger)
+			a, err := node.start(ctx, m.Log, m.Informers, m.Conn, m.Actors, dataDir, logger)
 			if err != nil {
 				return err
 			}
@@ -109,7 +116,7 @@ func newAgent() *cobra.Command {
 			}
 			defer a.Stop()
 			fmt.Fprintf(os.Stderr, "skiff agent %s is up\n", node.name)
-			<-m.ctx.Done()
+			<-ctx.Done()
 			return nil
 		},
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/actors/controlplane"
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // secureControlPlane is what `skiff up` runs by default: HTTPS, authentication, RBAC, and the

@@ -34,8 +34,8 @@ func nodeConn(cp *controlplane.ControlPlane, node string) (*nats.Conn, error) {
 // localAdmin is the admin's NATS identity for a tool run next to `skiff up` (its data dir is
 // readable, as its admin kubeconfig is): minted from the keys there, or none when NATS is
 // not secured.
-func localAdmin(creds, dataDir string) (natsAuth, error) {
-	a := natsAuth{creds: creds, id: identity.ID{Role: identity.Admin}}
+func localAdmin(creds, dataDir string) (controlplane.NATSAuth, error) {
+	a := controlplane.NATSAuth{Creds: creds, ID: identity.ID{Role: identity.Admin}}
 	if creds != "" {
 		return a, nil
 	}
@@ -47,11 +47,11 @@ func localAdmin(creds, dataDir string) (natsAuth, error) {
 	if err != nil {
 		return a, fmt.Errorf("--data-dir: %w", err)
 	}
-	p, err := a.id.Permissions(identity.Names{})
+	p, err := a.ID.Permissions(identity.Names{})
 	if err != nil {
 		return a, err
 	}
-	a.user, err = auth.ConnectOption("admin", p)
+	a.User, err = auth.ConnectOption("admin", p)
 	return a, err
 }
 

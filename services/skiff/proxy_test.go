@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/skiff-sh/skiff/testkit/needs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -41,17 +42,17 @@ func TestWriteProxyDump(t *testing.T) {
 // skiff proxy dump reads the maps a proxy pinned, with the proxy gone.
 func TestProxyDumpReadsPinnedMaps(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for eBPF and bpffs")
+		needs.Skip(t, "needs root for eBPF and bpffs")
 	}
 	root := t.TempDir()
 	if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil {
-		t.Skipf("cannot mount bpffs: %v", err)
+		needs.Skipf(t, "cannot mount bpffs: %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
 	pin := filepath.Join(root, "node-a")
 	dp, err := lb.Load(lb.Options{PinPath: pin, MaxServices: 16, MaxBackends: 64, AffinityEntries: 16, SocketEntries: 16})
 	if err != nil {
-		t.Skipf("kernel cannot load the socket LB programs: %v", err)
+		needs.Skipf(t, "kernel cannot load the socket LB programs: %v", err)
 	}
 	k := lb.ServiceKey{VIP: netip.MustParseAddr("10.96.0.10"), Port: 80, Proto: lb.TCP}
 	if _, err := dp.Upsert(k, lb.ServiceSpec{Backends: []lb.Backend{{Addr: netip.MustParseAddr("127.0.0.2"), Port: 8080}}}); err != nil {

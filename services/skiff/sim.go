@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/actors/simnode"
 )
 
@@ -26,19 +29,21 @@ func newSim() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := join(cmd.Context(), natsURL, "skiff-sim", auth)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			m, err := controlplane.Join(ctx, natsURL, "skiff-sim", auth)
 			if err != nil {
 				return err
 			}
-			defer m.close()
-			client := &apiclient.Client{T: apiclient.NATS{Conn: m.nc, Subject: auth.id.APISubject()}}
-			_, err = m.actors.Spawn("simnode", simnode.New(simnode.Config{Log: m.log, Client: client,
+			defer m.Close()
+			client := &apiclient.Client{T: apiclient.NATS{Conn: m.Conn, Subject: auth.ID.APISubject()}}
+			_, err = m.Actors.Spawn("simnode", simnode.New(simnode.Config{Log: m.Log, Informers: m.Informers, Client: client,
 				Nodes: count, Prefix: prefix, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}))
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(os.Stderr, "simulating %d nodes named %s0..%s%d (scale-test mode, no containers)\n", count, prefix, prefix, count-1)
-			<-m.ctx.Done()
+			<-ctx.Done()
 			return nil
 		},
 	}

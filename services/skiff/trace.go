@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/skiff-sh/skiff/actors/apiwire"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/skiff-sh/skiff/actors/apiclient"
-	"github.com/skiff-sh/skiff/actors/apiserver"
 	"github.com/skiff-sh/skiff/internal/spanstore"
 	"github.com/skiff-sh/skiff/schemas"
 )
@@ -129,7 +129,7 @@ func (w wireRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
-	resp, err := w.t.Do(r.Context(), apiserver.WireRequest{Method: r.Method, Path: r.URL.RequestURI(), ContentType: r.Header.Get("Content-Type"), Body: body})
+	resp, err := w.t.Do(r.Context(), apiwire.Request{Method: r.Method, Path: r.URL.RequestURI(), ContentType: r.Header.Get("Content-Type"), Body: body})
 	if err != nil {
 		return nil, err
 	}

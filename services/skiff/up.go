@@ -74,6 +74,7 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 	if cp.API != nil { // a `skiff server` replica may run no apiserver
 		cp.API.Handle(spanstore.TracePath, spans.Handler())
 		cp.API.Handle(spanstore.OTLPPath, spans.OTLPHandler())
+		serveProfiling(cp.API)
 	} else if node != nil {
 		if _, err := metrics.Serve(ctx, node.metricsListen, cfg.Logger); err != nil {
 			return fmt.Errorf("--metrics-listen: %w", err)
@@ -87,7 +88,7 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 		if nc != cp.Conn {
 			defer nc.Close()
 		}
-		a, err := node.start(ctx, cp.Log, nc, cp.Actors, cfg.DataDir, cfg.Logger)
+		a, err := node.start(ctx, cp.Log, cp.Informers, nc, cp.Actors, cfg.DataDir, cfg.Logger)
 		if err != nil && node.required {
 			return err
 		}

@@ -24,7 +24,7 @@ func Claim(ctx context.Context, c *apiclient.Client, owner metav1.Object, ownerG
 	var errs []error
 	for _, obj := range candidates {
 		m := Meta(obj)
-		ref := metav1.GetControllerOf(m)
+		ref := metav1.GetControllerOfNoCopy(m) // no copy: Claim runs over every pod an owner has
 		matches := sel.Matches(labels.Set(m.GetLabels()))
 		switch {
 		case ref != nil && ref.UID == owner.GetUID():

@@ -1,27 +1,37 @@
-// Package controllerkit is what Skiff's controllers share: an actor that runs informers and a
-// rate-limited work queue for one controller, expectations, and small object helpers.
+// Package controllerkit is what Skiff's controllers share: the controller actor (informer
+// events as messages, reconcile workers as child actors, a rate-limited work queue),
+// expectations, and small object helpers.
 package controllerkit
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/informer"
 )
 
+// Watch is one informer a controller follows and what it does with each change (typically:
+// enqueue the keys the change concerns). Handlers run in the controller's actor, one message
+// at a time, so they need no locks of their own and a panic in one restarts the controller.
+type Watch struct {
+	Informer *informer.Informer
+	Handler  informer.Handler
+}
+
 // Controller describes one level-triggered controller. Everything in it outlives actor
-// restarts (it lives in the producer's closure); each actor incarnation gets a fresh work
-// queue, restarts the informers from their last revision and resyncs every key.
+// restarts (it lives in the producer's closure); each incarnation gets a fresh work queue,
+// subscribes to its informers again (which replays their caches as adds) and resyncs.
 type Controller struct {
-	Name      string
-	Workers   int // default 2
-	Informers []*informer.Informer
-	Queue     *Queue
+	Name    string
+	Workers int // reconcile workers, each a child actor; default 2
+	Watches []Watch
+	// WaitFor are informers the controller reads without watching them: reconciles wait for
+	// them (and for every watched informer) to be synced.
+	WaitFor []*informer.Informer
+	Queue   *Queue
 	// Reconcile closes the gap for one key; an error requeues it with backoff.
 	Reconcile func(ctx context.Context, key string) error
 	// Resync enqueues every primary object. It runs once the caches are synced on every
@@ -35,7 +45,11 @@ type Controller struct {
 	Logger  *slog.Logger
 }
 
-// Producer returns the actor producer to give to actorkit.System.Spawn.
+// FaultEvent and FaultReconcile name the controller's fault points (actorkit.InjectPanic).
+func FaultEvent(controller string) string     { return "controller " + controller + " event" }
+func FaultReconcile(controller string) string { return "controller " + controller + " reconcile" }
+
+// Producer returns the actor producer to give to actorkit.System.Spawn or SpawnChild.
 func (c *Controller) Producer() func() actorkit.Actor {
 	if c.Workers <= 0 {
 		c.Workers = 2
@@ -51,20 +65,18 @@ func (c *Controller) Producer() func() actorkit.Actor {
 }
 
 type controllerActor struct {
-	c      *Controller
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	c    *Controller
+	subs informer.Subscriptions // this incarnation's
 }
 
 func (a *controllerActor) Receive(ctx actorkit.Context) {
-	switch ctx.Message().(type) {
+	switch m := ctx.Message().(type) {
 	case *actorkit.Started:
 		a.start(ctx)
 	case *actorkit.Stopping, *actorkit.Restarting:
 		a.stop()
-	case *actorkit.Crash:
-		// The test hook, and how a panicking worker hands its failure to the supervisor.
-		panic(fmt.Sprintf("controller %s: crash requested", a.c.Name))
+	case *informer.Event:
+		a.deliver(m)
 	default:
 		if a.c.Receive != nil {
 			a.c.Receive(ctx)
@@ -72,49 +84,35 @@ func (a *controllerActor) Receive(ctx actorkit.Context) {
 	}
 }
 
+func (a *controllerActor) deliver(ev *informer.Event) {
+	h, ok := a.subs.Handler(ev)
+	if !ok {
+		return // sent to a past incarnation: the replay of the current one covers it
+	}
+	actorkit.Fault(FaultEvent(a.c.Name))
+	ev.To(h)
+}
+
 func (a *controllerActor) start(actx actorkit.Context) {
 	c := a.c
-	run, cancel := context.WithCancel(context.Background())
-	a.cancel = cancel
 	q := c.Queue.renew()
-	// A panic in a worker must restart the actor, not kill the process: hand it over.
-	sys, self := actx.ActorSystem(), actx.Self()
-	crash := func(where string) {
-		if r := recover(); r != nil {
-			c.Logger.Error("controller panic", "controller", c.Name, "where", where, "panic", r, "stack", string(debug.Stack()))
-			sys.Root.Send(self, &actorkit.Crash{})
-		}
+	sys, self := actorkit.SystemOf(actx), actx.Self()
+	for _, w := range c.Watches {
+		a.subs.Add(sys, self, w.Informer, w.Handler)
 	}
-	for _, inf := range c.Informers {
-		a.wg.Add(1)
-		go func() { defer a.wg.Done(); _ = inf.Run(run) }()
-	}
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		for _, inf := range c.Informers {
-			if !inf.WaitForSync(run) {
+	synced := make(chan struct{})
+	actorkit.Go(actx, "wait for caches", func(ctx context.Context) {
+		for _, inf := range c.informers() {
+			if !inf.WaitForSync(ctx) {
 				return
 			}
 		}
+		close(synced)
 		if c.Resync != nil {
 			c.Resync()
 		}
-		for i := 0; i < c.Workers; i++ {
-			a.wg.Add(1)
-			go func() {
-				defer a.wg.Done()
-				defer crash("worker")
-				a.work(run, q)
-			}()
-		}
 		for _, loop := range c.Loops {
-			a.wg.Add(1)
-			go func() {
-				defer a.wg.Done()
-				defer crash("loop")
-				loop(run)
-			}()
+			sys.GoFrom(self, "loop", loop)
 		}
 		if c.ResyncEvery <= 0 || c.Resync == nil {
 			return
@@ -123,46 +121,84 @@ func (a *controllerActor) start(actx actorkit.Context) {
 		defer t.Stop()
 		for {
 			select {
-			case <-run.Done():
+			case <-ctx.Done():
 				return
 			case <-t.C:
 				c.Queue.Resync(c.Resync)
 			}
 		}
-	}()
+	})
+	for i := 0; i < c.Workers; i++ {
+		w := &worker{c: c, q: q, synced: synced}
+		if _, err := actorkit.SpawnChild(actx, fmt.Sprintf("worker-%d", i), func() actorkit.Actor { return w }); err != nil {
+			panic(err) // the supervisor retries the controller with back-off
+		}
+	}
 }
 
-func (a *controllerActor) work(ctx context.Context, q rateLimitingQueue) {
-	for {
-		key, quit := q.Get()
-		if quit {
-			return
-		}
-		func() {
-			defer q.Done(key)
-			start := time.Now()
-			rctx, span := a.c.startSpan(ctx, key)
-			err := a.c.Reconcile(rctx, key)
-			endSpan(span, err)
-			observeReconcile(a.c.Name, start, err)
-			switch {
-			case err == nil:
-				q.Forget(key)
-			case ctx.Err() != nil:
-			default:
-				a.c.Logger.Debug("reconcile failed; requeued", "controller", a.c.Name, "key", key, "err", err)
-				q.AddRateLimited(key)
-			}
-		}()
+func (c *Controller) informers() []*informer.Informer {
+	out := append([]*informer.Informer(nil), c.WaitFor...)
+	for _, w := range c.Watches {
+		out = append(out, w.Informer)
 	}
+	return out
 }
 
 func (a *controllerActor) stop() {
-	if a.cancel == nil {
-		return
+	a.subs.Stop()
+	a.c.Queue.shutDown() // the workers' Get returns; they are stopped with this actor
+}
+
+// worker is a reconcile worker: a child actor taking keys from its controller's queue. A
+// panic in a reconcile requeues the key (rate limited) and restarts just this worker.
+type worker struct {
+	c      *Controller
+	q      rateLimitingQueue
+	synced <-chan struct{}
+}
+
+func (w *worker) Receive(actx actorkit.Context) {
+	if _, ok := actx.Message().(*actorkit.Started); ok {
+		actorkit.Go(actx, "reconcile", w.run)
 	}
-	a.cancel()
-	a.c.Queue.shutDown()
-	a.wg.Wait()
-	a.cancel = nil
+}
+
+func (w *worker) run(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-w.synced:
+	}
+	for {
+		key, quit := w.q.Get()
+		if quit {
+			return
+		}
+		w.reconcile(ctx, key)
+	}
+}
+
+func (w *worker) reconcile(ctx context.Context, key string) {
+	c := w.c
+	defer w.q.Done(key)
+	defer func() {
+		if r := recover(); r != nil {
+			w.q.AddRateLimited(key) // level-triggered: the key is retried by the next worker
+			panic(r)
+		}
+	}()
+	start := time.Now()
+	rctx, span := c.startSpan(ctx, key)
+	actorkit.Fault(FaultReconcile(c.Name))
+	err := c.Reconcile(rctx, key)
+	endSpan(span, err)
+	observeReconcile(c.Name, start, err)
+	switch {
+	case err == nil:
+		w.q.Forget(key)
+	case ctx.Err() != nil:
+	default:
+		c.Logger.Debug("reconcile failed; requeued", "controller", c.Name, "key", key, "err", err)
+		w.q.AddRateLimited(key)
+	}
 }

@@ -10,13 +10,13 @@ import (
 )
 
 // startSpan opens the span of one reconcile as a child of the trace stored with the key's last
-// write in the primary (first) informer, so a rollout is one trace across controllers. A key
+// write in the primary (first watched) informer, so a rollout is one trace across controllers. A key
 // enqueued only by a periodic resync starts a new trace linked to that write instead.
 func (c *Controller) startSpan(ctx context.Context, key string) (context.Context, trace.Span) {
 	parent := ctx
-	if len(c.Informers) > 0 {
+	if len(c.Watches) > 0 {
 		ns, name := SplitKey(key)
-		parent = c.Informers[0].TraceContext(ctx, ns, name)
+		parent = c.Watches[0].Informer.TraceContext(ctx, ns, name)
 	}
 	opts := []trace.SpanStartOption{trace.WithAttributes(attribute.String("skiff.controller", c.Name), attribute.String("skiff.key", key))}
 	if c.Queue.takeResynced(key) {

@@ -9,15 +9,41 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/informer"
-	"github.com/skiff-sh/skiff/bus/statelog"
 )
 
 // Config is what a controller with no settings of its own needs.
 type Config struct {
-	Log     *statelog.Log
-	Client  *apiclient.Client
-	Workers int
-	Logger  *slog.Logger
+	Informers *informer.Factory // the process's shared informers
+	Client    *apiclient.Client
+	Workers   int
+	Logger    *slog.Logger
+}
+
+// IndexOrphans files objects that have no controller under their namespace: the candidates
+// for adoption, found without a scan of the namespace.
+const IndexOrphans = "orphans"
+
+func orphanIndex(obj runtime.Object) []string {
+	m := Meta(obj)
+	if metav1.GetControllerOfNoCopy(m) != nil {
+		return nil
+	}
+	return []string{m.GetNamespace()}
+}
+
+// IndexOwners adds the owner-UID and orphan indexes to inf (shared; adding twice is a no-op).
+func IndexOwners(inf *informer.Informer) *informer.Informer {
+	inf.AddIndexer(informer.IndexOwnerUID, informer.OwnerUIDIndex)
+	inf.AddIndexer(IndexOrphans, orphanIndex)
+	return inf
+}
+
+// ClaimCandidates are the objects an owner may claim: those it owns (by UID, matching its
+// selector or not: Claim releases the latter) and the orphans of its namespace. inf must have
+// IndexOwners. It costs what the owner has, not the namespace's size.
+func ClaimCandidates(inf *informer.Informer, owner metav1.Object) []runtime.Object {
+	owned := inf.ByIndex(informer.IndexOwnerUID, string(owner.GetUID()))
+	return append(owned, inf.ByIndex(IndexOrphans, owner.GetNamespace())...)
 }
 
 // Enqueue adds obj's namespace/name key.
@@ -59,7 +85,7 @@ func Owner[T metav1.Object](inf *informer.Informer, namespace string, ref *metav
 // set: who might adopt an orphan.
 func Selecting[T runtime.Object](inf *informer.Informer, namespace string, set labels.Set, selector func(T) *metav1.LabelSelector) []T {
 	var out []T
-	for _, o := range inf.List(func(o runtime.Object) bool { return Meta(o).GetNamespace() == namespace }) {
+	for _, o := range inf.ByIndex(informer.IndexNamespace, namespace) {
 		t := o.(T)
 		sel, err := metav1.LabelSelectorAsSelector(selector(t))
 		if err == nil && !sel.Empty() && sel.Matches(set) {

@@ -21,7 +21,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/actors/informer"
-	"github.com/skiff-sh/skiff/internal/testutil"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // Start runs a control plane with only the apiserver: the test spawns the actors it needs.

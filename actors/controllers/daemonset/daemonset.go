@@ -44,9 +44,9 @@ func New(cfg Config) func() actorkit.Actor {
 	rec := events.New(cfg.Client, Name, "")
 	c := &controller{
 		client: cfg.Client,
-		dss:    informer.For(cfg.Log, "apps", "daemonsets"),
-		nodes:  informer.For(cfg.Log, "", "nodes"),
-		pods:   informer.For(cfg.Log, "", "pods"),
+		dss:    cfg.Informers.For("apps", "daemonsets"),
+		nodes:  cfg.Informers.For("", "nodes"),
+		pods:   controllerkit.IndexOwners(cfg.Informers.For("", "pods")),
 		queue:  &controllerkit.Queue{},
 		exp:    controllerkit.NewExpectations(),
 		podCtl: controllerkit.PodControl{Client: cfg.Client, Recorder: rec},
@@ -56,10 +56,18 @@ func New(cfg Config) func() actorkit.Actor {
 	resync := controllerkit.ForEach(c.dss, enqueue)
 	dss := controllerkit.OnChange(enqueue)
 	dss.Delete = func(o runtime.Object) { c.exp.Forget(controllerkit.KeyOf(controllerkit.Meta(o))) }
-	c.dss.AddHandler(dss)
-	// Any node change can change where every DaemonSet belongs.
-	c.nodes.AddHandler(controllerkit.OnChange(func(runtime.Object) { resync() }))
-	c.pods.AddHandler(informer.Funcs{
+	// A node added or removed, or changed in what placement reads, can change where every
+	// DaemonSet belongs; a heartbeat cannot.
+	nodes := informer.Funcs{
+		Add: func(runtime.Object) { resync() },
+		Update: func(old, o runtime.Object) {
+			if placementChanged(old.(*corev1.Node), o.(*corev1.Node)) {
+				resync()
+			}
+		},
+		Delete: func(runtime.Object) { resync() },
+	}
+	pods := informer.Funcs{
 		Add: func(o runtime.Object) {
 			p := o.(*corev1.Pod)
 			if p.DeletionTimestamp != nil {
@@ -78,10 +86,10 @@ func New(cfg Config) func() actorkit.Actor {
 			}
 		},
 		Delete: func(o runtime.Object) { c.podGone(o.(*corev1.Pod)) },
-	})
+	}
 	ctl := &controllerkit.Controller{
 		Name: Name, Workers: cfg.Workers, Logger: cfg.Logger,
-		Informers: []*informer.Informer{c.dss, c.nodes, c.pods},
+		Watches:   []controllerkit.Watch{{Informer: c.dss, Handler: dss}, {Informer: c.nodes, Handler: nodes}, {Informer: c.pods, Handler: pods}},
 		Queue:     c.queue,
 		Reconcile: c.sync,
 		Resync:    resync,

@@ -57,7 +57,7 @@ func TestOnePodPerEligibleNodeAndRollingUpdate(t *testing.T) {
 	})
 	editNode(t, cp, "sim-2", func(n *corev1.Node) { n.Labels["role"] = "worker"; n.Spec.Unschedulable = true })
 	editNode(t, cp, "sim-3", func(n *corev1.Node) { n.Labels["role"] = "worker" })
-	ct.Spawn(t, cp, "daemonset", daemonset.New(daemonset.Config{Log: cp.Log, Client: cp.Client}))
+	ct.Spawn(t, cp, "daemonset", daemonset.New(daemonset.Config{Informers: cp.Informers, Client: cp.Client}))
 
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default"}, Spec: appsv1.DaemonSetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},

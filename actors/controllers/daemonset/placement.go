@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
@@ -74,4 +75,10 @@ func templateHash(t *corev1.PodTemplateSpec, collisionCount *int32) string {
 		h.Write([]byte(strconv.Itoa(int(*collisionCount))))
 	}
 	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+}
+
+// placementChanged reports whether a node update changed anything shouldRun reads (labels,
+// taints); status heartbeats do not, so they wake no DaemonSet.
+func placementChanged(old, cur *corev1.Node) bool {
+	return !apiequality.Semantic.DeepEqual(old.Labels, cur.Labels) || !apiequality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints)
 }

@@ -43,19 +43,19 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	satisfied := c.exp.Satisfied(key)
 	hash := templateHash(&ds.Spec.Template, ds.Status.CollisionCount)
 	var finished []*corev1.Pod
-	candidates := c.pods.List(func(o runtime.Object) bool {
+	var candidates []runtime.Object
+	for _, o := range controllerkit.ClaimCandidates(c.pods, ds) {
 		p := o.(*corev1.Pod)
-		if p.Namespace != ns || p.DeletionTimestamp != nil {
-			return false
-		}
-		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		switch {
+		case p.DeletionTimestamp != nil:
+		case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
 			if controllerkit.IsOwnedBy(p, ds) {
 				finished = append(finished, p) // a daemon must keep running: replace it
 			}
-			return false
+		default:
+			candidates = append(candidates, o)
 		}
-		return true
-	})
+	}
 	claimed, claimErr := controllerkit.Claim(ctx, c.client, ds, gvk, sel, candidates, true)
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range controllerkit.Pods(claimed) {

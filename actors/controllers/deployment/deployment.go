@@ -66,27 +66,26 @@ type controller struct {
 func New(cfg Config) func() actorkit.Actor {
 	c := &controller{
 		client: cfg.Client,
-		deps:   informer.For(cfg.Log, "apps", "deployments"),
-		rss:    informer.For(cfg.Log, "apps", "replicasets"),
-		pods:   informer.For(cfg.Log, "", "pods"),
+		deps:   cfg.Informers.For("apps", "deployments"),
+		rss:    controllerkit.IndexOwners(cfg.Informers.For("apps", "replicasets")),
+		pods:   controllerkit.IndexOwners(cfg.Informers.For("", "pods")),
 		queue:  &controllerkit.Queue{},
 		rec:    events.New(cfg.Client, Name, ""),
 		now:    time.Now,
 	}
-	c.deps.AddHandler(controllerkit.OnChange(c.queue.Enqueue))
-	c.rss.AddHandler(informer.Funcs{
-		Add: func(o runtime.Object) { c.rsChanged(nil, o.(*appsv1.ReplicaSet)) },
-		Update: func(old, o runtime.Object) {
-			c.rsChanged(old.(*appsv1.ReplicaSet), o.(*appsv1.ReplicaSet))
-		},
-		Delete: func(o runtime.Object) { c.rsChanged(nil, o.(*appsv1.ReplicaSet)) },
-	})
-	// Recreate waits for the old pods to be gone.
-	c.pods.AddHandler(informer.Funcs{Delete: func(o runtime.Object) { c.podDeleted(o.(*corev1.Pod)) }})
 	ctl := &controllerkit.Controller{
-		Name:      Name,
-		Workers:   cfg.Workers,
-		Informers: []*informer.Informer{c.deps, c.rss, c.pods},
+		Name:    Name,
+		Workers: cfg.Workers,
+		Watches: []controllerkit.Watch{
+			{Informer: c.deps, Handler: controllerkit.OnChange(c.queue.Enqueue)},
+			{Informer: c.rss, Handler: informer.Funcs{
+				Add:    func(o runtime.Object) { c.rsChanged(nil, o.(*appsv1.ReplicaSet)) },
+				Update: func(old, o runtime.Object) { c.rsChanged(old.(*appsv1.ReplicaSet), o.(*appsv1.ReplicaSet)) },
+				Delete: func(o runtime.Object) { c.rsChanged(nil, o.(*appsv1.ReplicaSet)) },
+			}},
+			// Recreate waits for the old pods to be gone.
+			{Informer: c.pods, Handler: informer.Funcs{Delete: func(o runtime.Object) { c.podDeleted(o.(*corev1.Pod)) }}},
+		},
 		Queue:     c.queue,
 		Reconcile: c.sync,
 		Resync:    controllerkit.ForEach(c.deps, c.queue.Enqueue),

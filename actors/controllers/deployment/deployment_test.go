@@ -20,8 +20,8 @@ import (
 
 func setup(t *testing.T, withNodes bool) (*controlplane.ControlPlane, context.Context) {
 	cp := ct.Start(t)
-	ct.Spawn(t, cp, "deployment", deployment.New(deployment.Config{Log: cp.Log, Client: cp.Client}))
-	ct.Spawn(t, cp, "replicaset", replicaset.New(replicaset.Config{Log: cp.Log, Client: cp.Client}))
+	ct.Spawn(t, cp, "deployment", deployment.New(deployment.Config{Informers: cp.Informers, Client: cp.Client}))
+	ct.Spawn(t, cp, "replicaset", replicaset.New(replicaset.Config{Informers: cp.Informers, Client: cp.Client}))
 	if withNodes {
 		ct.Spawn(t, cp, "simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: 3}))
 		ct.Binder(t, cp)

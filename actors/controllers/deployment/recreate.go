@@ -3,9 +3,10 @@ package deployment
 import (
 	"context"
 
+	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/informer"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // rolloutRecreate scales every old ReplicaSet to zero, waits until none of their pods is left,
@@ -23,7 +24,7 @@ func (c *controller) rolloutRecreate(ctx context.Context, r *run) error {
 		}
 		scaledDown = scaledDown || s
 	}
-	if scaledDown || !r.fresh || c.oldPodsRunning(r, old) {
+	if scaledDown || !r.fresh || c.oldPodsRunning(old) {
 		return c.syncStatus(ctx, r, newRS, old)
 	}
 	if newRS == nil {
@@ -44,21 +45,15 @@ func (c *controller) rolloutRecreate(ctx context.Context, r *run) error {
 
 // oldPodsRunning: an old ReplicaSet still reports pods, or one of its pods (even terminating)
 // still exists and has not finished.
-func (c *controller) oldPodsRunning(r *run, old []*appsv1.ReplicaSet) bool {
-	uids := map[string]bool{}
+func (c *controller) oldPodsRunning(old []*appsv1.ReplicaSet) bool {
 	for _, rs := range old {
 		if rs.Status.Replicas > 0 {
 			return true
 		}
-		uids[string(rs.UID)] = true
-	}
-	for _, p := range r.pods {
-		ref := metav1.GetControllerOf(p)
-		if ref == nil || !uids[string(ref.UID)] {
-			continue
-		}
-		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			return true
+		for _, p := range controllerkit.Pods(c.pods.ByIndex(informer.IndexOwnerUID, string(rs.UID))) {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && controllerkit.IsOwnedBy(p, rs) {
+				return true
+			}
 		}
 	}
 	return false

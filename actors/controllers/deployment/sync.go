@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
@@ -18,9 +17,8 @@ import (
 
 // run is one sync of one Deployment: a private copy of it and of its ReplicaSets.
 type run struct {
-	d    *appsv1.Deployment
-	rss  []*appsv1.ReplicaSet // claimed, deep copies
-	pods []*corev1.Pod        // pods of the namespace (Recreate only)
+	d   *appsv1.Deployment
+	rss []*appsv1.ReplicaSet // claimed, deep copies
 	// fresh: every ReplicaSet's status has caught up with its spec, so counts can be trusted
 	// for scaling decisions (see replicaset.updateStatus).
 	fresh bool
@@ -37,7 +35,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	if err != nil || sel.Empty() {
 		return nil // validation forbids this; a Deployment that selects everything does nothing
 	}
-	candidates := c.rss.List(func(o runtime.Object) bool { return o.(*appsv1.ReplicaSet).Namespace == ns })
+	candidates := controllerkit.ClaimCandidates(c.rss, d)
 	claimed, claimErr := controllerkit.Claim(ctx, c.client, d, gvk, sel, candidates, true)
 	r := &run{d: d, fresh: true}
 	for _, o := range claimed {
@@ -55,7 +53,6 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	case d.Spec.Paused:
 		syncErr = c.syncPaused(ctx, r)
 	case d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType:
-		r.pods = controllerkit.Pods(c.pods.List(func(o runtime.Object) bool { return o.(*corev1.Pod).Namespace == ns }))
 		syncErr = c.rolloutRecreate(ctx, r)
 	default:
 		syncErr = c.rolloutRolling(ctx, r)

@@ -51,21 +51,20 @@ var svcGVK = corev1.SchemeGroupVersion.WithKind("Service")
 func New(cfg Config) func() actorkit.Actor {
 	c := &controller{
 		client: cfg.Client,
-		svcs:   informer.For(cfg.Log, "", "services"),
-		pods:   informer.For(cfg.Log, "", "pods"),
-		slices: informer.For(cfg.Log, "discovery.k8s.io", "endpointslices"),
+		svcs:   cfg.Informers.For("", "services"),
+		pods:   cfg.Informers.For("", "pods"),
+		slices: controllerkit.IndexOwners(cfg.Informers.For("discovery.k8s.io", "endpointslices")),
 		queue:  &controllerkit.Queue{},
 		exp:    controllerkit.NewExpectations(),
 		rec:    events.New(cfg.Client, Name, ""),
 	}
 	svcs := controllerkit.OnChange(c.queue.Enqueue)
 	svcs.Delete = func(o runtime.Object) { c.exp.Forget(controllerkit.KeyOf(controllerkit.Meta(o))) }
-	c.svcs.AddHandler(svcs)
-	c.pods.AddHandler(informer.Funcs{
+	pods := informer.Funcs{
 		Add:    func(o runtime.Object) { c.podChanged(o.(*corev1.Pod)) },
 		Update: func(old, o runtime.Object) { c.podChanged(old.(*corev1.Pod)); c.podChanged(o.(*corev1.Pod)) },
 		Delete: func(o runtime.Object) { c.podChanged(o.(*corev1.Pod)) },
-	})
+	}
 	// Someone else editing or deleting our slices: put them back.
 	sliceChanged := func(o runtime.Object, observe func(svcKey, slice string)) {
 		s := o.(*discoveryv1.EndpointSlice)
@@ -77,15 +76,15 @@ func New(cfg Config) func() actorkit.Actor {
 			c.queue.Add(key)
 		}
 	}
-	c.slices.AddHandler(informer.Funcs{
+	slices := informer.Funcs{
 		Add:    func(o runtime.Object) { sliceChanged(o, func(k, _ string) { c.exp.CreationObserved(k) }) },
 		Update: func(_, o runtime.Object) { sliceChanged(o, nil) },
 		Delete: func(o runtime.Object) { sliceChanged(o, c.exp.DeletionObserved) },
-	})
+	}
 	ctl := &controllerkit.Controller{
 		Name:      Name,
 		Workers:   cfg.Workers,
-		Informers: []*informer.Informer{c.svcs, c.pods, c.slices},
+		Watches:   []controllerkit.Watch{{Informer: c.svcs, Handler: svcs}, {Informer: c.pods, Handler: pods}, {Informer: c.slices, Handler: slices}},
 		Queue:     c.queue,
 		Reconcile: c.reportingSync,
 		Resync:    controllerkit.ForEach(c.svcs, c.queue.Enqueue),
@@ -96,7 +95,7 @@ func New(cfg Config) func() actorkit.Actor {
 
 // podChanged wakes every Service of the pod's namespace that selects it.
 func (c *controller) podChanged(p *corev1.Pod) {
-	for _, o := range c.svcs.List(func(o runtime.Object) bool { return o.(*corev1.Service).Namespace == p.Namespace }) {
+	for _, o := range c.svcs.ByIndex(informer.IndexNamespace, p.Namespace) {
 		s := o.(*corev1.Service)
 		if len(s.Spec.Selector) > 0 && labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(p.Labels)) {
 			key := controllerkit.KeyOf(s)

@@ -46,7 +46,7 @@ func pod(name, node string, named bool, finalizers ...string) *corev1.Pod {
 func TestSlicesFollowPods(t *testing.T) {
 	cp := ct.Start(t)
 	ctx := ct.Ctx(t)
-	ct.Spawn(t, cp, "endpointslice", endpointslice.New(endpointslice.Config{Log: cp.Log, Client: cp.Client}))
+	ct.Spawn(t, cp, "endpointslice", endpointslice.New(endpointslice.Config{Informers: cp.Informers, Client: cp.Client}))
 	ct.Spawn(t, cp, "simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: 2}))
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.ServiceSpec{
 		Selector: map[string]string{"app": "web"},

@@ -13,11 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/informer"
 )
 
 // group is the endpoints that share an address type and a resolved port list: one or more
@@ -42,11 +42,10 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		return nil // the awaited slice events requeue the Service
 	}
 	var existing []*discoveryv1.EndpointSlice
-	for _, o := range c.slices.List(func(o runtime.Object) bool {
-		s := o.(*discoveryv1.EndpointSlice)
-		return s.Namespace == ns && ownedBy(s, svc)
-	}) {
-		existing = append(existing, o.(*discoveryv1.EndpointSlice))
+	for _, o := range c.slices.ByIndex(informer.IndexOwnerUID, string(svc.UID)) {
+		if s := o.(*discoveryv1.EndpointSlice); ownedBy(s, svc) {
+			existing = append(existing, s)
+		}
 	}
 	want := c.desired(svc)
 	used := map[*discoveryv1.EndpointSlice]bool{}
@@ -111,11 +110,12 @@ func (c *controller) update(ctx context.Context, cur, want *discoveryv1.Endpoint
 // desired computes the slices svc should have (unnamed: new ones get a generated name).
 func (c *controller) desired(svc *corev1.Service) []*discoveryv1.EndpointSlice {
 	sel := labels.SelectorFromSet(svc.Spec.Selector)
-	pods := controllerkit.Pods(c.pods.List(func(o runtime.Object) bool {
-		p := o.(*corev1.Pod)
-		return p.Namespace == svc.Namespace && p.Status.PodIP != "" && sel.Matches(labels.Set(p.Labels)) &&
-			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-	}))
+	var pods []*corev1.Pod
+	for _, p := range controllerkit.Pods(c.pods.ByIndex(informer.IndexNamespace, svc.Namespace)) {
+		if p.Status.PodIP != "" && sel.Matches(labels.Set(p.Labels)) && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			pods = append(pods, p)
+		}
+	}
 	groups := map[string]*group{}
 	for _, p := range pods {
 		ports := resolvePorts(svc, p)

@@ -6,10 +6,12 @@ package garbagecollector
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,7 +20,6 @@ import (
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/informer"
-	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
@@ -27,9 +28,9 @@ const Name = "garbage-collector"
 
 // Config configures the collector.
 type Config struct {
-	Log     *statelog.Log
-	Client  *apiclient.Client
-	Workers int
+	Informers *informer.Factory // the process's shared informers
+	Client    *apiclient.Client
+	Workers   int
 	// ResyncEvery re-examines every object with owners (default 1 min): a safety net only.
 	ResyncEvery time.Duration
 	Logger      *slog.Logger
@@ -53,24 +54,23 @@ func New(cfg Config) func() actorkit.Actor {
 	}
 	c := &controller{client: cfg.Client, infs: map[*schemas.Kind]*informer.Informer{}, queue: &controllerkit.Queue{},
 		dependents: map[types.UID]map[string]bool{}, byUID: map[types.UID]string{}}
-	var all []*informer.Informer
+	var watches []controllerkit.Watch
 	for _, k := range schemas.Kinds() {
 		if k.GVK.Group == "" && k.GVK.Kind == "Event" {
 			continue
 		}
-		inf := informer.New(cfg.Log, k, "")
-		inf.AddHandler(informer.Funcs{
+		inf := cfg.Informers.ForKind(k, "")
+		c.infs[k] = inf
+		watches = append(watches, controllerkit.Watch{Informer: inf, Handler: informer.Funcs{
 			Add:    func(o runtime.Object) { c.changed(k, nil, o) },
 			Update: func(old, o runtime.Object) { c.changed(k, old, o) },
 			Delete: func(o runtime.Object) { c.deleted(k, o) },
-		})
-		c.infs[k] = inf
-		all = append(all, inf)
+		}})
 	}
 	ctl := &controllerkit.Controller{
 		Name:        Name,
 		Workers:     cfg.Workers,
-		Informers:   all,
+		Watches:     watches,
 		Queue:       c.queue,
 		Reconcile:   c.sync,
 		Resync:      c.resync,
@@ -124,6 +124,9 @@ func hasGCFinalizer(m metav1.Object) bool {
 
 func (c *controller) changed(k *schemas.Kind, old, o runtime.Object) {
 	m := controllerkit.Meta(o)
+	if old != nil && !graphChanged(controllerkit.Meta(old), m) {
+		return // a status or spec write: nothing the collector decides on moved
+	}
 	key := keyOf(k, m)
 	c.mu.Lock()
 	c.byUID[m.GetUID()] = key
@@ -165,6 +168,14 @@ func (c *controller) deleted(k *schemas.Kind, o runtime.Object) {
 	for _, r := range m.GetOwnerReferences() { // an owner may have been waiting for this one
 		c.enqueueUID(r.UID)
 	}
+}
+
+// graphChanged reports whether an update touched what the collector reads: owner references,
+// deletion, finalizers.
+func graphChanged(old, cur metav1.Object) bool {
+	return !apiequality.Semantic.DeepEqual(old.GetOwnerReferences(), cur.GetOwnerReferences()) ||
+		!old.GetDeletionTimestamp().Equal(cur.GetDeletionTimestamp()) ||
+		!slices.Equal(old.GetFinalizers(), cur.GetFinalizers())
 }
 
 func hasRef(m metav1.Object, uid types.UID) bool {

@@ -18,7 +18,7 @@ import (
 
 func setup(t *testing.T) (*controlplane.ControlPlane, context.Context) {
 	cp := ct.Start(t)
-	ct.Spawn(t, cp, "gc", garbagecollector.New(garbagecollector.Config{Log: cp.Log, Client: cp.Client}))
+	ct.Spawn(t, cp, "gc", garbagecollector.New(garbagecollector.Config{Informers: cp.Informers, Client: cp.Client}))
 	return cp, ct.Ctx(t)
 }
 

@@ -18,8 +18,6 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/events"
 	"github.com/skiff-sh/skiff/actors/informer"
-	"github.com/skiff-sh/skiff/bus/statelog"
-	"github.com/skiff-sh/skiff/schemas"
 )
 
 // Name is the controller's name in Events and logs.
@@ -30,8 +28,8 @@ const LeaseNamespace = corev1.NamespaceNodeLease
 
 // Config configures the controller; zero durations take Kubernetes' defaults.
 type Config struct {
-	Log    *statelog.Log
-	Client *apiclient.Client
+	Informers *informer.Factory // the process's shared informers
+	Client    *apiclient.Client
 	// GracePeriod without a lease renewal after which a node is NotReady (default 40 s).
 	GracePeriod time.Duration
 	// PodEvictionTimeout is how long pods with only the default toleration of the not-ready and
@@ -74,33 +72,36 @@ func New(cfg Config) func() actorkit.Actor {
 	if cfg.MonitorPeriod <= 0 {
 		cfg.MonitorPeriod = 5 * time.Second
 	}
-	leaseKind, _ := schemas.ByResource("coordination.k8s.io", "v1", "leases")
 	c := &controller{
 		cfg: cfg, client: cfg.Client,
-		nodes:  informer.For(cfg.Log, "", "nodes"),
-		leases: informer.New(cfg.Log, leaseKind, LeaseNamespace),
-		pods:   informer.For(cfg.Log, "", "pods"),
+		nodes:  cfg.Informers.For("", "nodes"),
+		leases: cfg.Informers.For("coordination.k8s.io", "leases"),
+		pods:   cfg.Informers.For("", "pods"),
 		queue:  &controllerkit.Queue{},
 		rec:    events.New(cfg.Client, Name, ""),
 		now:    time.Now,
 		heard:  map[string]heard{},
 	}
 	enqueueNode := func(o runtime.Object) { c.queue.Add(controllerkit.Meta(o).GetName()) }
-	c.nodes.AddHandler(informer.Funcs{Add: enqueueNode, Update: func(_, o runtime.Object) { enqueueNode(o) }, Delete: func(o runtime.Object) {
-		c.mu.Lock()
-		delete(c.heard, o.(*corev1.Node).Name)
-		c.mu.Unlock()
-	}})
-	c.leases.AddHandler(informer.Funcs{
-		Add:    func(o runtime.Object) { c.leaseSeen(o.(*coordv1.Lease)) },
-		Update: func(_, o runtime.Object) { c.leaseSeen(o.(*coordv1.Lease)) },
-	})
-	// A pod landing on a tainted node needs its eviction timer.
-	c.pods.AddHandler(informer.Funcs{Add: c.podSeen, Update: func(_, o runtime.Object) { c.podSeen(o) }})
+	leaseSeen := func(o runtime.Object) {
+		if l := o.(*coordv1.Lease); l.Namespace == LeaseNamespace {
+			c.leaseSeen(l)
+		}
+	}
+	c.pods.AddIndexer(informer.IndexNodeName, informer.PodNodeName)
 	ctl := &controllerkit.Controller{
-		Name:        Name,
-		Workers:     cfg.Workers,
-		Informers:   []*informer.Informer{c.nodes, c.leases, c.pods},
+		Name:    Name,
+		Workers: cfg.Workers,
+		Watches: []controllerkit.Watch{
+			{Informer: c.nodes, Handler: informer.Funcs{Add: enqueueNode, Update: func(_, o runtime.Object) { enqueueNode(o) }, Delete: func(o runtime.Object) {
+				c.mu.Lock()
+				delete(c.heard, o.(*corev1.Node).Name)
+				c.mu.Unlock()
+			}}},
+			{Informer: c.leases, Handler: informer.Funcs{Add: leaseSeen, Update: func(_, o runtime.Object) { leaseSeen(o) }}},
+			// A pod landing on a tainted node needs its eviction timer.
+			{Informer: c.pods, Handler: informer.Funcs{Add: c.podSeen, Update: func(_, o runtime.Object) { c.podSeen(o) }}},
+		},
 		Queue:       c.queue,
 		Reconcile:   c.sync,
 		Resync:      controllerkit.ForEach(c.nodes, enqueueNode),

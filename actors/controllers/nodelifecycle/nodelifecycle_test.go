@@ -36,7 +36,7 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 	cp := ct.Start(t)
 	ctx := ct.Ctx(t)
 	sim := ct.Spawn(t, cp, "simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: 2, RenewInterval: 100 * time.Millisecond}))
-	ct.Spawn(t, cp, "nodelifecycle", nodelifecycle.New(nodelifecycle.Config{Log: cp.Log, Client: cp.Client,
+	ct.Spawn(t, cp, "nodelifecycle", nodelifecycle.New(nodelifecycle.Config{Informers: cp.Informers, Client: cp.Client,
 		GracePeriod: time.Second, PodEvictionTimeout: 1500 * time.Millisecond, MonitorPeriod: 200 * time.Millisecond}))
 	node := simnode.NodeName("sim-", 0)
 	ct.Wait(t, func() error {

@@ -9,10 +9,10 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/informer"
 )
 
 // Taints this controller manages. NoExecute evicts pods (after their tolerations run out);
@@ -134,10 +134,13 @@ func (c *controller) setTaints(ctx context.Context, node *corev1.Node, want []co
 }
 
 func (c *controller) podsOn(node string) []*corev1.Pod {
-	return controllerkit.Pods(c.pods.List(func(o runtime.Object) bool {
-		p := o.(*corev1.Pod)
-		return p.Spec.NodeName == node && p.DeletionTimestamp == nil
-	}))
+	var out []*corev1.Pod
+	for _, p := range controllerkit.Pods(c.pods.ByIndex(informer.IndexNodeName, node)) {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // markPodsNotReady: nobody can vouch for the pods of a silent node, so services stop routing

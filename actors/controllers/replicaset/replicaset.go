@@ -44,8 +44,8 @@ type controller struct {
 func New(cfg Config) func() actorkit.Actor {
 	c := &controller{
 		client: cfg.Client,
-		rss:    informer.For(cfg.Log, "apps", "replicasets"),
-		pods:   informer.For(cfg.Log, "", "pods"),
+		rss:    cfg.Informers.For("apps", "replicasets"),
+		pods:   controllerkit.IndexOwners(cfg.Informers.For("", "pods")),
 		queue:  &controllerkit.Queue{},
 		exp:    controllerkit.NewExpectations(),
 		rec:    events.New(cfg.Client, Name, ""),
@@ -53,24 +53,25 @@ func New(cfg Config) func() actorkit.Actor {
 		logger: cfg.Logger,
 	}
 	c.podCtl = controllerkit.PodControl{Client: cfg.Client, Recorder: c.rec}
-	c.rss.AddHandler(informer.Funcs{
-		Add:    func(o runtime.Object) { c.enqueueRS(o.(*appsv1.ReplicaSet)) },
-		Update: func(_, o runtime.Object) { c.enqueueRS(o.(*appsv1.ReplicaSet)) },
-		Delete: func(o runtime.Object) {
-			rs := o.(*appsv1.ReplicaSet)
-			c.exp.Forget(controllerkit.KeyOf(rs))
-			c.enqueueRS(rs)
-		},
-	})
-	c.pods.AddHandler(informer.Funcs{
-		Add:    func(o runtime.Object) { c.podAdded(o.(*corev1.Pod)) },
-		Update: func(old, o runtime.Object) { c.podUpdated(old.(*corev1.Pod), o.(*corev1.Pod)) },
-		Delete: func(o runtime.Object) { c.podDeleted(o.(*corev1.Pod)) },
-	})
 	ctl := &controllerkit.Controller{
-		Name:      Name,
-		Workers:   cfg.Workers,
-		Informers: []*informer.Informer{c.rss, c.pods},
+		Name:    Name,
+		Workers: cfg.Workers,
+		Watches: []controllerkit.Watch{
+			{Informer: c.rss, Handler: informer.Funcs{
+				Add:    func(o runtime.Object) { c.enqueueRS(o.(*appsv1.ReplicaSet)) },
+				Update: func(_, o runtime.Object) { c.enqueueRS(o.(*appsv1.ReplicaSet)) },
+				Delete: func(o runtime.Object) {
+					rs := o.(*appsv1.ReplicaSet)
+					c.exp.Forget(controllerkit.KeyOf(rs))
+					c.enqueueRS(rs)
+				},
+			}},
+			{Informer: c.pods, Handler: informer.Funcs{
+				Add:    func(o runtime.Object) { c.podAdded(o.(*corev1.Pod)) },
+				Update: func(old, o runtime.Object) { c.podUpdated(old.(*corev1.Pod), o.(*corev1.Pod)) },
+				Delete: func(o runtime.Object) { c.podDeleted(o.(*corev1.Pod)) },
+			}},
+		},
 		Queue:     c.queue,
 		Reconcile: c.sync,
 		Resync:    controllerkit.ForEach(c.rss, func(o runtime.Object) { c.enqueueRS(o.(*appsv1.ReplicaSet)) }),

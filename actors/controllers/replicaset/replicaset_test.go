@@ -20,7 +20,7 @@ import (
 
 func setup(t *testing.T) (*controlplane.ControlPlane, context.Context) {
 	cp := ct.Start(t)
-	ct.Spawn(t, cp, "replicaset", replicaset.New(replicaset.Config{Log: cp.Log, Client: cp.Client}))
+	ct.Spawn(t, cp, "replicaset", replicaset.New(replicaset.Config{Informers: cp.Informers, Client: cp.Client}))
 	ct.Spawn(t, cp, "simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: 2}))
 	ct.Binder(t, cp)
 	return cp, ct.Ctx(t)
@@ -150,7 +150,7 @@ func TestAdoptsAndReleasesBySelector(t *testing.T) {
 func TestSurvivesActorRestart(t *testing.T) {
 	cp := ct.Start(t)
 	ctx := ct.Ctx(t)
-	pid := ct.Spawn(t, cp, "replicaset", replicaset.New(replicaset.Config{Log: cp.Log, Client: cp.Client}))
+	pid := ct.Spawn(t, cp, "replicaset", replicaset.New(replicaset.Config{Informers: cp.Informers, Client: cp.Client}))
 	ct.Spawn(t, cp, "simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: 1}))
 	ct.Binder(t, cp)
 	if _, err := cp.Client.Create(ctx, ct.ReplicaSet("web", "web", 2)); err != nil {

@@ -31,10 +31,12 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	}
 	// Decide on expectations first: the cache read below then includes what they awaited.
 	satisfied := c.exp.Satisfied(key)
-	candidates := c.pods.List(func(o runtime.Object) bool {
-		p := o.(*corev1.Pod)
-		return p.Namespace == ns && controllerkit.IsPodActive(p)
-	})
+	var candidates []runtime.Object
+	for _, o := range controllerkit.ClaimCandidates(c.pods, rs) {
+		if controllerkit.IsPodActive(o.(*corev1.Pod)) {
+			candidates = append(candidates, o)
+		}
+	}
 	claimed, claimErr := controllerkit.Claim(ctx, c.client, rs, gvk, sel, candidates, true)
 	owned := controllerkit.Pods(claimed)
 	var manageErr error

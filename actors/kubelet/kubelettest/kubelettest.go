@@ -14,7 +14,7 @@ import (
 	goruntime "runtime"
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
-	"github.com/skiff-sh/skiff/deploy/images/ocibuild"
+	"github.com/skiff-sh/skiff/internal/ocibuild"
 )
 
 // Image is the name the httpecho image is imported under.
@@ -30,7 +30,7 @@ func SkipReason() string {
 			return bin + " not in PATH (run .ci/deps/node.sh)"
 		}
 	}
-	for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
+	for _, p := range kruntime.CNIPlugins {
 		if _, err := os.Stat(filepath.Join("/opt/cni/bin", p)); err != nil {
 			return "CNI plugin " + p + " missing (run .ci/deps/node.sh)"
 		}

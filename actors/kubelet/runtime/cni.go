@@ -10,9 +10,14 @@ import (
 	gocni "github.com/containerd/go-cni"
 )
 
+// CNIPlugins are the plugin binaries the generated network calls, all in CNIBinDir.
+var CNIPlugins = []string{"bridge", "host-local", "loopback", "portmap", "firewall"}
+
 // conflist is the network Skiff generates when the operator gives none: a
 // node bridge with host-local IPAM over the pod CIDR (the bridge is the
-// pods' gateway and masquerades their egress), plus portmap for hostPort.
+// pods' gateway and masquerades their egress), portmap for hostPort, and firewall, which
+// accepts the pods' forwarded traffic on hosts whose FORWARD policy drops it (Docker sets
+// DROP, and with br_netfilter even bridged pod-to-pod packets pass that chain).
 func conflist(o Options) ([]byte, error) {
 	if _, _, err := net.ParseCIDR(o.PodCIDR); err != nil {
 		return nil, fmt.Errorf("pod CIDR: %w", err)
@@ -36,6 +41,7 @@ func conflist(o Options) ([]byte, error) {
 				},
 			},
 			{"type": "portmap", "capabilities": obj{"portMappings": true}},
+			{"type": "firewall", "backend": "iptables"},
 		},
 	}, "", "  ")
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skiff-sh/skiff/testkit/needs"
 	"io"
 	"net"
 	"net/http"
@@ -25,7 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/skiff-sh/skiff/deploy/images/ocibuild"
+	"github.com/skiff-sh/skiff/internal/ocibuild"
 )
 
 const testImage = "skiff.local/httpecho:test"
@@ -57,7 +58,7 @@ func env(t *testing.T) *fixture {
 	t.Helper()
 	fxOnce.Do(fx.setup)
 	if fx.skip != "" {
-		t.Skip(fx.skip)
+		needs.Skip(t, fx.skip)
 	}
 	if fx.err != nil {
 		t.Fatal(fx.err)
@@ -80,7 +81,7 @@ func (f *fixture) setup() {
 			return
 		}
 	}
-	for _, p := range []string{"bridge", "host-local", "loopback", "portmap"} {
+	for _, p := range CNIPlugins {
 		if _, err := os.Stat(filepath.Join(defaultCNIBinDir, p)); err != nil {
 			f.skip = "CNI plugin " + p + " missing (run .ci/deps/node.sh)"
 			return
@@ -714,7 +715,7 @@ func nodeIP(t *testing.T) string {
 			return n.IP.String()
 		}
 	}
-	t.Skip("no non-loopback IPv4 address on this node")
+	needs.Skip(t, "no non-loopback IPv4 address on this node")
 	return ""
 }
 
@@ -722,7 +723,7 @@ func natRules(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("iptables", "-t", "nat", "-S").CombinedOutput()
 	if err != nil {
-		t.Skipf("iptables: %v %s", err, out)
+		needs.Skipf(t, "iptables: %v %s", err, out)
 	}
 	return string(out)
 }

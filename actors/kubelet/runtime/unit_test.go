@@ -58,7 +58,7 @@ func TestConflist(t *testing.T) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Plugins) != 2 || c.Plugins[0].Type != "bridge" || c.Plugins[1].Type != "portmap" {
+	if len(c.Plugins) != 3 || c.Plugins[0].Type != "bridge" || c.Plugins[1].Type != "portmap" || c.Plugins[2].Type != "firewall" {
 		t.Fatalf("plugins %+v", c.Plugins)
 	}
 	br := c.Plugins[0]

@@ -1,8 +1,6 @@
 package framework
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -24,19 +22,4 @@ func BenchmarkSchedule5000Nodes(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pods/s")
-}
-
-func TestRunBench(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("a measurement, not a correctness test: skipped in -short and -race runs")
-	}
-	var buf bytes.Buffer
-	if err := RunBench(&buf); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	if strings.Count(out, "\n") != 1 || !strings.Contains(out, "pods/s") {
-		t.Fatalf("want one table row with pods/s, got %q", out)
-	}
-	t.Log(out)
 }

@@ -35,6 +35,7 @@ type Cache struct {
 	assumed    map[string]*podState
 	nextSweep  time.Time
 	wideAnti   int // pods whose anti-affinity spans more than one node
+	anyAnti    int // pods with required anti-affinity
 
 	// epoch grows with every new snapshot; NodeInfos and the list from an older epoch may
 	// be shared with a snapshot and are copied before a change.
@@ -174,7 +175,7 @@ func (c *Cache) Assume(p *v1.Pod, node string) error {
 	cp.Spec.NodeName = node
 	st := &podState{pi: newPodInfo(&cp), node: node, assumed: true, deadline: c.now().Add(c.ttl)}
 	// Re-check what can run out, so that cycles on stale snapshots never overbook a node.
-	if r := (&cycle{pod: &cp, pi: st.pi}).fits(e.info, nil); len(r) > 0 {
+	if r := (&Cycle{pod: &cp, pi: st.pi}).fits(e.info, nil); len(r) > 0 {
 		return fmt.Errorf("%w: %s", ErrNoLongerFits, r[0])
 	}
 	if e.info.portsConflict(st.pi.ports) {
@@ -206,7 +207,7 @@ func (c *Cache) Snapshot() *Snapshot {
 	if c.last != nil && !c.changed {
 		return c.last
 	}
-	c.last = &Snapshot{chunks: c.chunks, n: c.numListed, wideAnti: c.wideAnti > 0, rot: &c.rot, intern: c.intern}
+	c.last = &Snapshot{chunks: c.chunks, n: c.numListed, wideAnti: c.wideAnti > 0, anyAnti: c.anyAnti > 0, rot: &c.rot, intern: c.intern}
 	// Everything reachable from the snapshot now belongs to it.
 	c.epoch++
 	c.changed = false
@@ -242,9 +243,7 @@ func (c *Cache) addLocked(st *podState) {
 	st.pi.labelIDs = c.intern.podLabels(st.pi.pod)
 	c.mutableLocked(e).addPod(st.pi)
 	c.pods[st.pi.key] = st
-	if spansNodes(st.pi) {
-		c.wideAnti++
-	}
+	c.countAnti(st.pi, 1)
 }
 
 func (c *Cache) dropLocked(key string) {
@@ -254,9 +253,7 @@ func (c *Cache) dropLocked(key string) {
 	}
 	delete(c.pods, key)
 	delete(c.assumed, key)
-	if spansNodes(st.pi) {
-		c.wideAnti--
-	}
+	c.countAnti(st.pi, -1)
 	e := c.nodes[st.node]
 	if e == nil {
 		return
@@ -323,6 +320,15 @@ func (c *Cache) setListedLocked(i int, ni *NodeInfo) {
 		c.chunkEpoch[ci] = c.epoch
 	}
 	c.chunks[ci][i&chunkMask] = ni
+}
+
+func (c *Cache) countAnti(pi *podInfo, d int) {
+	if len(pi.anti) > 0 {
+		c.anyAnti += d
+	}
+	if spansNodes(pi) {
+		c.wideAnti += d
+	}
 }
 
 // spansNodes: anti-affinity on any key but the hostname reaches beyond the pod's own node.

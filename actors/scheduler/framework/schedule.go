@@ -66,10 +66,12 @@ type Result struct {
 	Feasible  int   // of those, nodes that passed
 }
 
-// FitError says why no node fits: how many nodes reported each reason.
+// FitError says why no node fits: how many nodes reported each reason, and which filters
+// rejected them (their hints decide which cluster events may make the pod fit).
 type FitError struct {
 	NumAllNodes int
 	Reasons     map[string]int
+	Rejected    PluginSet
 }
 
 // Error renders the Kubernetes message, most frequent reason first, then alphabetical.
@@ -114,13 +116,14 @@ func Schedule(s *Snapshot, pod *v1.Pod, opts Options) (Result, error) {
 	start := int(s.rot.Load() % uint64(n))
 	feasible := make([]*NodeInfo, 0, want)
 	var reasons map[string]int
+	var rejected PluginSet
 	var buf [4]string
 	evaluated := 0
 	for i := 0; i < n && len(feasible) < want; i++ {
 		ni := s.node((start + i) % n)
 		evaluated++
-		failed := cy.filter(ni, buf[:0])
-		if len(failed) == 0 {
+		failed, by := cy.filter(ni, buf[:0])
+		if by < 0 {
 			feasible = append(feasible, ni)
 			continue
 		}
@@ -130,12 +133,13 @@ func Schedule(s *Snapshot, pod *v1.Pod, opts Options) (Result, error) {
 		for _, r := range failed {
 			reasons[r]++
 		}
+		rejected = rejected.add(by)
 	}
 	s.rot.Add(uint64(evaluated))
 	res := Result{Evaluated: evaluated, Feasible: len(feasible)}
 	switch len(feasible) {
 	case 0:
-		return res, &FitError{NumAllNodes: n, Reasons: reasons}
+		return res, &FitError{NumAllNodes: n, Reasons: reasons, Rejected: rejected}
 	case 1:
 		res.Node = feasible[0].node.Name
 		return res, nil

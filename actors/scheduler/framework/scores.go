@@ -5,50 +5,86 @@ import (
 )
 
 // score returns the weighted sum of the normalised (0..MaxNodeScore) plugin scores of each
-// feasible node, in the order given. Raw scores are computed in one pass, touching each
-// node once: at 5,000 nodes the cost is memory, not arithmetic.
-func (cy *cycle) score(nodes []*NodeInfo, o *Options) []int64 {
-	wLeast, wBal := o.weight(NodeResourcesLeastAllocated), o.weight(NodeResourcesBalancedAllocation)
-	wSpread, wTaint, wAff := o.weight(SelectorSpread), o.weight(TaintToleration), o.weight(NodeAffinity)
-	if cy.pi.owner == "" {
-		wSpread = 0
+// feasible node, in the order given. Each plugin scores all the nodes in one call, so the
+// per-node work is the plugin's own, not a dispatch.
+func (cy *Cycle) score(nodes []*NodeInfo, o *Options) []int64 {
+	type active struct {
+		p ScorePlugin
+		w int64
 	}
-	if cy.prefAff == nil {
-		wAff = 0
+	var buf [8]active
+	act := buf[:0]
+	for _, p := range scorers {
+		if w := o.weight(p.Name()); w != 0 && p.PreScore(cy) {
+			act = append(act, active{p: p, w: w})
+		}
 	}
 	n := len(nodes)
-	buf := make([]int64, 4*n)
-	total, spread, taint, aff := buf[:n], buf[n:2*n], buf[2*n:3*n], buf[3*n:]
-	for i, ni := range nodes {
-		if wLeast != 0 {
-			total[i] += wLeast * cy.leastAllocated(ni)
+	mem := make([]int64, 2*n)
+	total, raw := mem[:n], mem[n:]
+	for _, a := range act {
+		a.p.Score(cy, nodes, raw)
+		if norm := a.p.Normalize(); norm != Raw {
+			normalise(raw, norm == ByMaxReverse)
 		}
-		if wBal != 0 {
-			total[i] += wBal * cy.balancedAllocation(ni)
-		}
-		if wSpread != 0 {
-			spread[i] = int64(ni.owners[cy.pi.owner])
-		}
-		if wTaint != 0 && len(ni.node.Spec.Taints) > 0 {
-			taint[i] = cy.preferNoScheduleTaints(ni)
-		}
-		if wAff != 0 {
-			aff[i] = cy.prefAff.Score(ni.node)
-		}
-	}
-	add := func(w int64, raw []int64, reverse bool) {
-		if w == 0 {
-			return
-		}
-		normalise(raw, reverse)
 		for i := range raw {
-			total[i] += w * raw[i]
+			total[i] += a.w * raw[i]
 		}
 	}
-	add(wSpread, spread, true)
-	add(wTaint, taint, true)
-	add(wAff, aff, false)
 	return total
+}
+
+// The score plugins that are not also filters.
+type (
+	leastAllocated     struct{}
+	balancedAllocation struct{}
+	selectorSpread     struct{}
+)
+
+func (leastAllocated) Name() string                 { return NodeResourcesLeastAllocated }
+func (leastAllocated) PreScore(*Cycle) bool         { return true }
+func (leastAllocated) Normalize() Normalization     { return Raw }
+func (balancedAllocation) Name() string             { return NodeResourcesBalancedAllocation }
+func (balancedAllocation) PreScore(*Cycle) bool     { return true }
+func (balancedAllocation) Normalize() Normalization { return Raw }
+func (selectorSpread) Name() string                 { return SelectorSpread }
+func (selectorSpread) PreScore(cy *Cycle) bool      { return cy.pi.owner != "" }
+func (selectorSpread) Normalize() Normalization     { return ByMaxReverse }
+func (taintToleration) PreScore(*Cycle) bool        { return true }
+func (taintToleration) Normalize() Normalization    { return ByMaxReverse }
+func (nodeAffinityPlugin) PreScore(cy *Cycle) bool  { return cy.prefAff != nil }
+func (nodeAffinityPlugin) Normalize() Normalization { return ByMax }
+
+func (leastAllocated) Score(cy *Cycle, nodes []*NodeInfo, raw []int64) {
+	for i, ni := range nodes {
+		raw[i] = cy.leastAllocated(ni)
+	}
+}
+
+func (balancedAllocation) Score(cy *Cycle, nodes []*NodeInfo, raw []int64) {
+	for i, ni := range nodes {
+		raw[i] = cy.balancedAllocation(ni)
+	}
+}
+
+// Score: fewer replicas of the pod's controller on the node is better.
+func (selectorSpread) Score(cy *Cycle, nodes []*NodeInfo, raw []int64) {
+	for i, ni := range nodes {
+		raw[i] = int64(ni.owners[cy.pi.owner])
+	}
+}
+
+func (taintToleration) Score(cy *Cycle, nodes []*NodeInfo, raw []int64) {
+	for i, ni := range nodes {
+		raw[i] = cy.preferNoScheduleTaints(ni)
+	}
+}
+
+// Score: preferred node affinity, the sum of the weights of the matching terms.
+func (nodeAffinityPlugin) Score(cy *Cycle, nodes []*NodeInfo, raw []int64) {
+	for i, ni := range nodes {
+		raw[i] = cy.prefAff.Score(ni.node)
+	}
 }
 
 // normalise scales scores to 0..MaxNodeScore by the largest; reverse makes fewer better.
@@ -72,7 +108,7 @@ func normalise(s []int64, reverse bool) {
 }
 
 // leastAllocated favours the node with the most cpu and memory left after the pod.
-func (cy *cycle) leastAllocated(ni *NodeInfo) int64 {
+func (cy *Cycle) leastAllocated(ni *NodeInfo) int64 {
 	free := func(alloc, used int64) int64 {
 		if alloc <= 0 || used > alloc {
 			return 0
@@ -86,7 +122,7 @@ func (cy *cycle) leastAllocated(ni *NodeInfo) int64 {
 
 // balancedAllocation favours the node whose cpu and memory use would be most alike: one
 // minus the standard deviation of the two fractions (for two values, half their distance).
-func (cy *cycle) balancedAllocation(ni *NodeInfo) int64 {
+func (cy *Cycle) balancedAllocation(ni *NodeInfo) int64 {
 	frac := func(alloc, used int64) float64 {
 		if alloc <= 0 {
 			return 1
@@ -102,9 +138,9 @@ func (cy *cycle) balancedAllocation(ni *NodeInfo) int64 {
 	return int64((1 - d/2) * MaxNodeScore)
 }
 
-// preferNoScheduleTaints counts the PreferNoSchedule taints the pod does not tolerate.
-// Only tolerations for that effect (or every effect) count, as in kube-scheduler.
-func (cy *cycle) preferNoScheduleTaints(ni *NodeInfo) int64 {
+// preferNoScheduleTaints counts the PreferNoSchedule taints the pod does not tolerate. Only
+// tolerations for that effect (or every effect) count, as in kube-scheduler.
+func (cy *Cycle) preferNoScheduleTaints(ni *NodeInfo) int64 {
 	var n int64
 	for i := range ni.node.Spec.Taints {
 		t := &ni.node.Spec.Taints[i]

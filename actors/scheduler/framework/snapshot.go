@@ -11,6 +11,7 @@ type Snapshot struct {
 	chunks   []*chunk
 	n        int
 	wideAnti bool           // some pod has anti-affinity on a key other than the hostname
+	anyAnti  bool           // some pod has required anti-affinity
 	rot      *atomic.Uint64 // where the next cycle starts evaluating nodes
 	intern   *interner
 }

@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/skiff-sh/skiff/deploy/images/ocibuild"
+	"github.com/skiff-sh/skiff/internal/ocibuild"
 )
 
 // HTTPEcho is the reference of the example HTTP/UDP echo image.

@@ -1,0 +1,109 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/schemas"
+)
+
+// defaultSharedEventBytes bounds the memory of recently watched objects kept decoded and
+// encoded.
+const defaultSharedEventBytes = 64 << 20
+
+// sharedEvents memoises, per stored revision, the decoded object, its selectable fields and
+// its JSON, so that N watchers of one event decode and encode it once, not N times
+// (kube-apiserver's watch cache does the same with its cachingObject). Selectors still run
+// per watcher, on the shared object, which nobody may modify. Skiff answers watches in JSON
+// only (protobuf is accepted on the way in), so JSON is the one encoding kept.
+//
+// The oldest entries go first once over the byte bound; a watcher still holding one keeps
+// using it, and one far behind decodes again.
+type sharedEvents struct {
+	mu      sync.Mutex
+	entries map[eventKey]*sharedEvent
+	order   []eventKey // insertion order, for eviction
+	bytes   int
+	limit   int
+	// encodes counts object encodings (a test hook: once per event, however many watch).
+	encodes atomic.Int64
+}
+
+// eventKey names a stored value: a revision holds one write of one key, so of one kind. A
+// delete's revision holds the key's last value.
+type eventKey struct {
+	kind *schemas.Kind
+	rev  uint64
+}
+
+type sharedEvent struct {
+	cost int
+
+	decode sync.Once
+	obj    runtime.Object
+	err    error
+
+	fieldsOnce sync.Once
+	fields     fields.Set
+
+	encode sync.Once
+	data   []byte
+	encErr error
+}
+
+func newSharedEvents(limit int) *sharedEvents {
+	return &sharedEvents{entries: map[eventKey]*sharedEvent{}, limit: limit}
+}
+
+// sharedCost approximates an entry's memory: a decoded object takes about six times its
+// stored JSON, its encoding about one more.
+func sharedCost(size int) int { return 8*size + 512 }
+
+// object is the stored value at rev, decoded once for every watcher.
+func (c *sharedEvents) object(k *schemas.Kind, value []byte, rev uint64) (*sharedEvent, error) {
+	e := c.entry(eventKey{k, rev}, len(value))
+	e.decode.Do(func() { e.obj, e.err = decodeStored(k, value, rev) })
+	return e, e.err
+}
+
+func (c *sharedEvents) entry(key eventKey, size int) *sharedEvent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok {
+		return e
+	}
+	e := &sharedEvent{cost: sharedCost(size)}
+	c.entries[key] = e
+	c.order = append(c.order, key)
+	c.bytes += e.cost
+	n := 0
+	for c.bytes > c.limit && n < len(c.order)-1 {
+		c.bytes -= c.entries[c.order[n]].cost
+		delete(c.entries, c.order[n])
+		n++
+	}
+	if n > 0 {
+		clear(c.order[:n])
+		c.order = c.order[n:]
+	}
+	return e
+}
+
+// selectable is the object's field set for field selectors, computed once.
+func (e *sharedEvent) selectable() fields.Set {
+	e.fieldsOnce.Do(func() { e.fields = objectFields(e.obj) })
+	return e.fields
+}
+
+// json is the object's JSON, encoded once; it is shared and must not be modified.
+func (c *sharedEvents) json(e *sharedEvent) ([]byte, error) {
+	e.encode.Do(func() {
+		c.encodes.Add(1)
+		e.data, e.encErr = json.Marshal(e.obj)
+	})
+	return e.data, e.encErr
+}

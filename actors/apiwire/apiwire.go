@@ -1,0 +1,26 @@
+// Package apiwire is the wire form of an API call carried over NATS: what the apiserver serves
+// and what apiclient sends. A leaf package, so clients need not import the server.
+package apiwire
+
+import "github.com/skiff-sh/skiff/bus/identity"
+
+// Subject is where the apiserver answers API requests over NATS: callers append their identity
+// (identity.ID.APISubject), which becomes the request's authenticated user.
+const Subject = identity.APIPrefix
+
+// Request is one API call: the same method, path and body as over HTTP, so one handler serves
+// both.
+type Request struct {
+	Method      string `json:"method"`
+	Path        string `json:"path"` // with the query string
+	ContentType string `json:"contentType,omitempty"`
+	Body        []byte `json:"body,omitempty"`
+	// Header carries the caller's W3C trace context (traceparent, tracestate).
+	Header map[string]string `json:"header,omitempty"`
+}
+
+// Response is the answer to a Request.
+type Response struct {
+	Code int    `json:"code"`
+	Body []byte `json:"body,omitempty"`
+}

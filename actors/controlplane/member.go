@@ -1,0 +1,75 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/informer"
+	"github.com/skiff-sh/skiff/bus/identity"
+	"github.com/skiff-sh/skiff/bus/statelog"
+)
+
+// NATSAuth is who a member is on NATS: its credentials (a file, or an option minted by the
+// caller; neither = none) and identity.
+type NATSAuth struct {
+	Creds string
+	User  nats.Option
+	ID    identity.ID
+}
+
+// Member is a process that joins a running control plane through its NATS (a node agent,
+// simulated nodes): it reads the state log through its own shared informers and runs actors,
+// but serves no API.
+type Member struct {
+	Conn      *nats.Conn
+	Log       *statelog.Log
+	Actors    *actorkit.System
+	Informers *informer.Factory // its actor runs as "informers"
+}
+
+// Join connects to natsURL (as auth, if given), opens the state log read-only (only the
+// apiserver creates and writes it) and starts an actor system with the shared informers.
+func Join(ctx context.Context, natsURL, name string, auth ...NATSAuth) (*Member, error) {
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
+	for _, a := range auth {
+		// The private inbox is needed even without credentials: a secured server may still
+		// be reached, and it costs nothing otherwise.
+		opts = append(opts, a.ID.ClientOptions()...)
+		if a.Creds != "" {
+			opts = append(opts, nats.UserCredentials(a.Creds))
+		}
+		if a.User != nil {
+			opts = append(opts, a.User)
+		}
+	}
+	nc, err := nats.Connect(natsURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", natsURL, err)
+	}
+	log, err := statelog.Open(ctx, nc, statelog.Config{ReadOnly: true})
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		err = fmt.Errorf("no state log on %s: start the control plane first (%w)", natsURL, err)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	m := &Member{Conn: nc, Log: log, Actors: actorkit.NewSystem(), Informers: informer.NewFactory(log)}
+	if _, err := m.Actors.Spawn(Informers, m.Informers.Actor()); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Close stops the actors, then the log and the connection.
+func (m *Member) Close() {
+	m.Actors.Shutdown()
+	_ = m.Log.Close()
+	m.Conn.Close()
+}

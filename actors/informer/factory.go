@@ -1,0 +1,178 @@
+package informer
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/schemas"
+)
+
+// Factory holds one process's shared informers: one cache per kind (and namespace), however
+// many components read it. Its actor (Actor) runs every informer as one of its goroutines.
+type Factory struct {
+	log *statelog.Log
+
+	mu    sync.Mutex
+	infs  map[string]*Informer
+	start func(*Informer) // set while the factory's actor runs: starts an informer asked for later
+}
+
+// NewFactory returns an empty factory over log.
+func NewFactory(log *statelog.Log) *Factory { return &Factory{log: log, infs: map[string]*Informer{}} }
+
+// Log is the state log the informers read.
+func (f *Factory) Log() *statelog.Log { return f.log }
+
+// ForKind returns the shared informer of kind in namespace ("" = all namespaces).
+func (f *Factory) ForKind(kind *schemas.Kind, namespace string) *Informer {
+	key := kind.GVK.Group + "/" + kind.Resource + "/" + namespace
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if inf, ok := f.infs[key]; ok {
+		return inf
+	}
+	inf := New(f.log, kind, namespace)
+	f.infs[key] = inf
+	if f.start != nil {
+		f.start(inf)
+	}
+	return inf
+}
+
+// For returns the shared informer of a resource ("pods", "deployments", ...) in all
+// namespaces; it panics on a resource that does not exist (a typo in code).
+func (f *Factory) For(group, resource string) *Informer {
+	k, ok := schemas.ByResource(group, "v1", resource)
+	if !ok {
+		panic("informer: unknown resource " + group + "/" + resource)
+	}
+	return f.ForKind(k, "")
+}
+
+// Shared is For seen as T.
+func Shared[T runtime.Object](f *Factory, group, resource string) Typed[T] {
+	return Of[T](f.For(group, resource))
+}
+
+// Actor returns the producer of the actor that runs the factory's informers, each under its
+// supervision: a failing watch loop restarts them all from their last revisions.
+func (f *Factory) Actor() func() actorkit.Actor {
+	return func() actorkit.Actor { return &factoryActor{f: f} }
+}
+
+type factoryActor struct{ f *Factory }
+
+// runInformer asks the factory's actor to run an informer added after it started.
+type runInformer struct{ inf *Informer }
+
+func (a *factoryActor) Receive(ctx actorkit.Context) {
+	switch m := ctx.Message().(type) {
+	case *actorkit.Started:
+		sys, self := ctx.ActorSystem(), ctx.Self()
+		a.f.mu.Lock()
+		a.f.start = func(inf *Informer) { sys.Root.Send(self, &runInformer{inf: inf}) }
+		infs := make([]*Informer, 0, len(a.f.infs))
+		for _, inf := range a.f.infs {
+			infs = append(infs, inf)
+		}
+		a.f.mu.Unlock()
+		for _, inf := range infs {
+			a.run(ctx, inf)
+		}
+	case *runInformer:
+		a.run(ctx, m.inf)
+	case *actorkit.Stopped:
+		a.f.mu.Lock()
+		a.f.start = nil
+		a.f.mu.Unlock()
+	}
+}
+
+func (a *factoryActor) run(ctx actorkit.Context, inf *Informer) {
+	actorkit.Go(ctx, "informer "+inf.kind.Resource, func(ctx context.Context) { _ = inf.Run(ctx) })
+}
+
+// EventType is what happened to an object.
+type EventType int
+
+// The changes an informer reports.
+const (
+	Added EventType = iota
+	Updated
+	Deleted
+)
+
+// Event is an informer change delivered to an actor as a message (see Subscribe): the actor's
+// own mailbox orders it with the actor's other work, and a panic handling it is the actor's.
+type Event struct {
+	Sub      *Subscription // the subscription that sent it
+	Informer *Informer
+	Type     EventType
+	Old, Obj runtime.Object // Old only on Updated
+}
+
+// To hands the change to h, as the informer would have called it.
+func (e *Event) To(h Handler) {
+	switch e.Type {
+	case Added:
+		h.OnAdd(e.Obj)
+	case Updated:
+		h.OnUpdate(e.Old, e.Obj)
+	case Deleted:
+		h.OnDelete(e.Obj)
+	}
+}
+
+// Subscription sends an informer's changes to an actor. An actor subscribes on every start
+// (the informer replays its cache as adds) and stops on stop; events of an earlier
+// subscription may still sit in its mailbox after a restart, and carry that one in Sub, so the
+// new incarnation can drop them.
+type Subscription struct{ remove func() }
+
+// Subscribe sends every change of inf to pid as an *Event.
+func Subscribe(sys *actorkit.System, pid *actorkit.PID, inf *Informer) *Subscription {
+	s := &Subscription{}
+	send := func(t EventType, old, obj runtime.Object) {
+		sys.Send(pid, &Event{Sub: s, Informer: inf, Type: t, Old: old, Obj: obj})
+	}
+	s.remove = inf.AddHandler(Funcs{
+		Add:    func(o runtime.Object) { send(Added, nil, o) },
+		Update: func(old, o runtime.Object) { send(Updated, old, o) },
+		Delete: func(o runtime.Object) { send(Deleted, nil, o) },
+	})
+	return s
+}
+
+// Stop ends the subscription.
+func (s *Subscription) Stop() { s.remove() }
+
+// Subscriptions are one actor incarnation's subscriptions, each with the handler its events go
+// to. The zero value is empty and ready to use.
+type Subscriptions struct{ handlers map[*Subscription]Handler }
+
+// Add subscribes pid to inf; its events are for h.
+func (s *Subscriptions) Add(sys *actorkit.System, pid *actorkit.PID, inf *Informer, h Handler) {
+	if s.handlers == nil {
+		s.handlers = map[*Subscription]Handler{}
+	}
+	s.handlers[Subscribe(sys, pid, inf)] = h
+}
+
+// Handler is the handler of ev's subscription; false for an event of an earlier incarnation's
+// subscription (or one already stopped), which the current replay covers.
+func (s *Subscriptions) Handler(ev *Event) (Handler, bool) {
+	h, ok := s.handlers[ev.Sub]
+	return h, ok
+}
+
+// Stop ends every subscription.
+func (s *Subscriptions) Stop() {
+	for sub := range s.handlers {
+		sub.Stop()
+	}
+	s.handlers = nil
+}

@@ -1,6 +1,0 @@
-//go:build race
-
-package framework
-
-// raceEnabled: the race detector slows the benchmark cluster tenfold.
-const raceEnabled = true

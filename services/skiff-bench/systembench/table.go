@@ -1,0 +1,72 @@
+package systembench
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
+)
+
+const mib = 1 << 20
+
+// writeTable prints one column per phase.
+func (r *run) writeTable(w io.Writer, phases []*phase) error {
+	cols := []string{fmt.Sprintf("system: %d nodes", r.o.Nodes)}
+	total := 0
+	for i, p := range phases {
+		total += p.pods
+		if i == 0 {
+			cols = append(cols, fmt.Sprintf("first %d pods (apply)", p.pods))
+		} else {
+			cols = append(cols, fmt.Sprintf("next %d pods (scale to %d)", p.pods, total))
+		}
+	}
+	t := benchutil.NewTable(w, cols...)
+	row := func(name string, cell func(p *phase) any) {
+		cells := []any{name}
+		for _, p := range phases {
+			cells = append(cells, cell(p))
+		}
+		t.Row(cells...)
+	}
+	row("pods Running/s, kubectl -> all Running", func(p *phase) any { return benchutil.Rate(p.pods, p.took) })
+	row("kubectl -> all Running", func(p *phase) any { return p.took.Round(time.Millisecond) })
+	for _, pct := range []string{"p50", "p99"} {
+		row("create->Running "+pct+" (creationTimestamp, whole s -> bench watch)", func(p *phase) any {
+			return percentile(p.fromCreated, pct)
+		})
+	}
+	for _, pct := range []string{"p50", "p99"} {
+		row("seen->Running "+pct+" (bench watch: first seen -> Running)", func(p *phase) any {
+			return percentile(p.fromAdded, pct)
+		})
+	}
+	row("pods never seen Running", func(p *phase) any { return p.missing })
+	row("server RSS peak (VmHWM), MiB", func(p *phase) any { return float64(p.up.peak) / mib })
+	row("server RSS now (VmRSS), MiB", func(p *phase) any { return float64(p.up.now) / mib })
+	row("server VmRSS growth per pod, KiB", func(p *phase) any { return float64(p.upGrowth) / 1024 / float64(p.pods) })
+	row("sim RSS peak (VmHWM), MiB", func(p *phase) any { return float64(p.sim.peak) / mib })
+	row("sim RSS now (VmRSS), MiB", func(p *phase) any { return float64(p.sim.now) / mib })
+	for i, who := range []string{"server", "sim", "bench (watches)"} {
+		row(who+" CPU, cores busy on average", func(p *phase) any { return fmt.Sprintf("%.2f", p.cpu[i].Seconds()/p.took.Seconds()) })
+	}
+	row("nodes that went NotReady (since registration)", func(p *phase) any { return p.notReady })
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "(%d nodes Ready %v after sim start: %.0f nodes/s; RSS read when the last pod went Running; targets: >= 2000 pods/s, server RSS <= 1 GB at 10k pods, 0 NotReady)\n",
+		r.o.Nodes, r.nodesReadyIn.Round(time.Millisecond), benchutil.Rate(r.o.Nodes, r.nodesReadyIn))
+	return err
+}
+
+func percentile(lat []time.Duration, which string) any {
+	if len(lat) == 0 {
+		return "-"
+	}
+	p50, p99 := benchutil.Percentiles(lat)
+	if which == "p50" {
+		return p50.Round(time.Millisecond)
+	}
+	return p99.Round(time.Millisecond)
+}

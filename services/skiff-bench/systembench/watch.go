@@ -1,0 +1,252 @@
+package systembench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// podRec is what the bench saw of one pod.
+type podRec struct {
+	phase     int       // the measured phase in which the watch first saw it
+	created   time.Time // metadata.creationTimestamp (whole seconds)
+	added     time.Time // first seen by the watch
+	running   time.Time // first seen Running; zero until then
+	isRunning bool      // Running now (and not deleted)
+}
+
+// podTracker follows the bench's pods through a watch and notes when the count of Running
+// pods first reaches the current phase's target.
+type podTracker struct {
+	mu      sync.Mutex
+	phase   int
+	target  int
+	byUID   map[types.UID]*podRec
+	running int
+	reached time.Time
+}
+
+// begin starts phase n, done once target pods are Running at once.
+func (t *podTracker) begin(n, target int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.phase, t.target, t.reached = n, target, time.Time{}
+}
+
+// progress is how many pods are Running and when the target was reached (zero: not yet).
+func (t *podTracker) progress() (running int, reached time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.running, t.reached
+}
+
+func (t *podTracker) observe(p *corev1.Pod, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r, ok := t.byUID[p.UID]
+	if !ok {
+		r = &podRec{phase: t.phase, created: p.CreationTimestamp.Time, added: now}
+		t.byUID[p.UID] = r
+	}
+	run := p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
+	if run && r.running.IsZero() {
+		r.running = now
+	}
+	t.setRunning(r, run, now)
+}
+
+func (t *podTracker) forget(uid types.UID, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r, ok := t.byUID[uid]; ok {
+		t.setRunning(r, false, now)
+	}
+}
+
+func (t *podTracker) setRunning(r *podRec, run bool, now time.Time) {
+	if run == r.isRunning {
+		return
+	}
+	r.isRunning = run
+	if run {
+		t.running++
+	} else {
+		t.running--
+	}
+	if t.target > 0 && t.running >= t.target && t.reached.IsZero() {
+		t.reached = now
+	}
+}
+
+// latencies of the pods first seen in phase n that went Running: from creationTimestamp and
+// from the watch's first sight of the pod; missing counts those not (yet) Running.
+func (t *podTracker) latencies(n int) (fromCreated, fromAdded []time.Duration, missing int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.byUID {
+		if r.phase != n {
+			continue
+		}
+		if r.running.IsZero() {
+			missing++
+			continue
+		}
+		fromCreated = append(fromCreated, r.running.Sub(r.created))
+		fromAdded = append(fromAdded, r.running.Sub(r.added))
+	}
+	return fromCreated, fromAdded, missing
+}
+
+// nodeRec is what the bench saw of one node's Ready condition.
+type nodeRec struct {
+	ready        bool
+	readySince   metav1.Time // Ready's lastTransitionTime when first seen Ready
+	seenReady    bool
+	wentNotReady bool
+}
+
+// nodeTracker counts Ready nodes and the nodes that stopped being Ready at any point after
+// they first were. A transition and its recovery both missed by the watch (a relist between
+// them) still count: the Ready condition's lastTransitionTime moves.
+type nodeTracker struct {
+	mu       sync.Mutex
+	byName   map[string]*nodeRec
+	readyNow int
+	notReady int
+}
+
+func (t *nodeTracker) observe(n *corev1.Node) {
+	var cond *corev1.NodeCondition
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			cond = &n.Status.Conditions[i]
+		}
+	}
+	ready := cond != nil && cond.Status == corev1.ConditionTrue
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r, ok := t.byName[n.Name]
+	if !ok {
+		r = &nodeRec{}
+		t.byName[n.Name] = r
+	}
+	switch {
+	case ready && !r.seenReady:
+		r.seenReady, r.readySince = true, cond.LastTransitionTime
+	case ready && !cond.LastTransitionTime.Equal(&r.readySince):
+		t.wentNotReady(r)
+	case !ready && r.seenReady:
+		t.wentNotReady(r)
+	}
+	t.setReady(r, ready)
+}
+
+func (t *nodeTracker) forget(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r, ok := t.byName[name]; ok {
+		if r.seenReady {
+			t.wentNotReady(r)
+		}
+		t.setReady(r, false)
+		delete(t.byName, name)
+	}
+}
+
+func (t *nodeTracker) wentNotReady(r *nodeRec) {
+	if !r.wentNotReady {
+		r.wentNotReady = true
+		t.notReady++
+	}
+}
+
+func (t *nodeTracker) setReady(r *nodeRec, ready bool) {
+	if ready != r.ready {
+		r.ready = ready
+		if ready {
+			t.readyNow++
+		} else {
+			t.readyNow--
+		}
+	}
+}
+
+// counts is how many nodes are Ready now and how many went NotReady so far.
+func (t *nodeTracker) counts() (ready, wentNotReady int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.readyNow, t.notReady
+}
+
+// watchers run client-go informers on the bench's pods and on every node.
+type watchers struct {
+	pods  *podTracker
+	nodes *nodeTracker
+}
+
+func startWatchers(ctx context.Context, cs kubernetes.Interface, namespace, selector string) (*watchers, error) {
+	w := &watchers{
+		pods:  &podTracker{byUID: map[types.UID]*podRec{}},
+		nodes: &nodeTracker{byName: map[string]*nodeRec{}},
+	}
+	podInf := coreinformers.NewFilteredPodInformer(cs, namespace, 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	nodeInf := coreinformers.NewNodeInformer(cs, 0, cache.Indexers{})
+	for _, inf := range []cache.SharedIndexInformer{podInf, nodeInf} {
+		// The bench holds every pod: keep only what it reads.
+		if err := inf.SetTransform(func(obj any) (any, error) {
+			if m, ok := obj.(metav1.Object); ok {
+				m.SetManagedFields(nil)
+				m.SetAnnotations(nil)
+			}
+			return obj, nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.pods.observe(obj.(*corev1.Pod), time.Now()) },
+		UpdateFunc: func(_, obj any) { w.pods.observe(obj.(*corev1.Pod), time.Now()) },
+		DeleteFunc: func(obj any) {
+			if p, ok := deleted[*corev1.Pod](obj); ok {
+				w.pods.forget(p.UID, time.Now())
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := nodeInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.nodes.observe(obj.(*corev1.Node)) },
+		UpdateFunc: func(_, obj any) { w.nodes.observe(obj.(*corev1.Node)) },
+		DeleteFunc: func(obj any) {
+			if n, ok := deleted[*corev1.Node](obj); ok {
+				w.nodes.forget(n.Name)
+			}
+		},
+	}); err != nil {
+		return nil, err
+	}
+	go podInf.RunWithContext(ctx)
+	go nodeInf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, nodeInf.HasSynced) {
+		return nil, fmt.Errorf("watching pods and nodes: %w", context.Cause(ctx))
+	}
+	return w, nil
+}
+
+// deleted is the object of a delete notification, also when the watch missed the delete.
+func deleted[T any](obj any) (T, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	t, ok := obj.(T)
+	return t, ok
+}
