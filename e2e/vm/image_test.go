@@ -22,6 +22,8 @@ var modules = []string{
 	"virtio_pci", "virtio_net", "virtio_rng", "veth", "bridge", "overlay",
 	"ip_tables", "iptable_filter", "iptable_nat", "nf_nat", "nf_conntrack",
 	"xt_MASQUERADE", "xt_comment", "xt_addrtype", "xt_conntrack", "xt_mark", "xt_multiport",
+	// The CNI firewall plugin opens both iptables protocols even for IPv4-only pods.
+	"ip6_tables", "ip6table_filter",
 }
 
 // initScript is the VM's PID 1. Per-VM settings come from the kernel command line
@@ -99,8 +101,8 @@ func buildNodeImage(t *testing.T, k qemuvm.Kernel, dir string) string {
 		}
 		bins["/opt/cni/bin/"+p] = "/opt/cni/bin/" + p
 	}
-	// The CNI bridge plugin masquerades pod egress with iptables; the legacy backend needs
-	// only the ip_tables modules, not nftables.
+	// The CNI bridge plugin masquerades pod egress with iptables and the firewall plugin
+	// accepts pod traffic in FORWARD; the legacy backend needs only the x_tables modules, not nftables.
 	legacy, err := exec.LookPath("xtables-legacy-multi")
 	ext, _ := filepath.Glob("/usr/lib/*/xtables")
 	if err != nil || len(ext) == 0 {
@@ -113,7 +115,7 @@ func buildNodeImage(t *testing.T, k qemuvm.Kernel, dir string) string {
 			t.Fatal(err)
 		}
 	}
-	for _, l := range []string{"iptables", "iptables-save", "iptables-restore"} {
+	for _, l := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"} {
 		r.Symlink("/usr/sbin/"+l, "xtables-legacy-multi")
 	}
 	if err := r.CopyTree(ext[0], ext[0]); err != nil {
