@@ -87,6 +87,7 @@ type ControlPlane struct {
 	natsSec   *natsSecurity  // per-component NATS users; nil with an external NATS
 	elector   *lease.Elector // nil without leader election
 	apiAuth   *apiAuthState  // nil without Config.APIAuth
+	dataLock  *dirLock       // the embedded store's data dir; nil in memory or with NATSURL
 
 	mu      sync.Mutex
 	pids    []*actorkit.PID // running actors, stopped in reverse order
@@ -400,6 +401,7 @@ func (cp *ControlPlane) Stop() {
 	if cp.NATS != nil {
 		cp.NATS.Shutdown()
 	}
+	cp.dataLock.release() // after the store is closed
 }
 
 // StartScratch runs a control plane with its store in a new temporary directory and the API on

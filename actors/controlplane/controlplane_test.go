@@ -2,8 +2,11 @@ package controlplane_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +122,31 @@ func TestAPIServerActorRestartsAfterCrash(t *testing.T) {
 	})
 	if n := cp.API.Starts(); n != 2 {
 		t.Fatalf("the apiserver actor started %d times, want exactly 2", n)
+	}
+}
+
+// A second control plane on a data dir in use fails before touching the store, and the first
+// keeps serving what it wrote.
+func TestSecondControlPlaneOnOneDataDirRefuses(t *testing.T) {
+	ctx := context.Background()
+	cfg := controlplane.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0"}
+	cp, err := controlplane.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Stop()
+	if _, err := cp.Client.Create(ctx, configMap("kept")); err != nil {
+		t.Fatal(err)
+	}
+	second, err := controlplane.Start(ctx, cfg)
+	if !errors.Is(err, controlplane.ErrDataDirLocked) || !strings.Contains(err.Error(), fmt.Sprintf("pid=%d", os.Getpid())) {
+		if second != nil {
+			second.Stop()
+		}
+		t.Fatalf("second Start: %v, want ErrDataDirLocked naming this pid", err)
+	}
+	cmKind, _ := schemas.ByResource("", "v1", "configmaps")
+	if _, err := cp.Client.Get(ctx, cmKind, "default", "kept"); err != nil {
+		t.Fatalf("the first control plane after the refused start: %v", err)
 	}
 }

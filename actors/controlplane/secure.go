@@ -60,6 +60,11 @@ func (cp *ControlPlane) connect() (identity.ID, error) {
 			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 				return id, err
 			}
+			lock, err := lockDataDir(cfg.DataDir)
+			if err != nil {
+				return id, err
+			}
+			cp.dataLock = lock
 			nc.DataDir = filepath.Join(cfg.DataDir, "nats")
 		}
 		cp.natsSec = &natsSecurity{clients: map[identity.Role]*apiclient.Client{}}
