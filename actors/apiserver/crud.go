@@ -229,7 +229,8 @@ func (s *Server) mutate(ctx context.Context, a *Attributes) error {
 	return nil
 }
 
-// validate runs the validating admission steps (after schema validation), NodeRestriction last.
+// validate runs the validating admission steps (after schema validation), then the built-in
+// NodeRestriction and RBAC escalation prevention.
 func (s *Server) validate(ctx context.Context, a *Attributes) error {
 	for _, f := range s.opts.Validating {
 		if err := f(ctx, a); err != nil {
@@ -238,6 +239,9 @@ func (s *Server) validate(ctx context.Context, a *Attributes) error {
 	}
 	// Built in: a node identity exists only where a transport authenticated one.
 	if err := NodeRestriction(ctx, a); err != nil {
+		return asForbidden(a, err)
+	}
+	if err := s.preventEscalation(ctx, a); err != nil {
 		return asForbidden(a, err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"golang.org/x/time/rate"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -28,7 +29,7 @@ import (
 //	rate limit    token bucket per user; system:masters exempt; over -> 429 + Retry-After
 //	authorize     RBAC over every request, watches and subresources included; deny -> 403
 //	handler       decode (size limit: 413) -> mutating admission (defaulting, Options.Mutating)
-//	              -> validation, Options.Validating, NodeRestriction -> write
+//	              -> validation, Options.Validating, NodeRestriction, RBAC escalation -> write
 //
 // With Options.Auth nil there is no authentication: callers without an identity act as
 // system:masters. That is the embedded/test mode; `skiff up` turns Auth on.
@@ -187,6 +188,20 @@ func authzAttributes(r *http.Request, u authn.User) authz.Attributes {
 		a.Verb = "create"
 	}
 	return a
+}
+
+// preventEscalation refuses RBAC writes that grant more than the caller holds, when the
+// authorizer can tell (authz.EscalationChecker). Writes of the apiserver itself carry no user.
+func (s *Server) preventEscalation(ctx context.Context, a *Attributes) error {
+	if s.opts.Auth == nil || a.Kind.GVK.Group != rbacv1.GroupName {
+		return nil
+	}
+	ec, ok := s.opts.Auth.Authorizer.(authz.EscalationChecker)
+	u, hasUser := authn.UserFrom(ctx)
+	if !ok || !hasUser {
+		return nil
+	}
+	return ec.CheckEscalation(u, a.Verb, a.Object, a.OldObject)
 }
 
 // EnsureBootstrapPolicy creates the default ClusterRoles and bindings that are missing; existing
