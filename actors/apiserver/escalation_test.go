@@ -96,6 +96,14 @@ func TestRBACBindingEscalation(t *testing.T) {
 		`secrets is forbidden: User "carol" cannot list resource "secrets" in API group "" in the namespace "default"`)
 	// Holding every right of admin in team-a now, she may bind it there without `bind`.
 	carol.mustDo(http.StatusCreated, "POST", bindings, bindingJSON("carol-admin", "ClusterRole", "admin", "carol"))
+
+	// Her rights in team-a do not count cluster-wide: a ClusterRoleBinding of admin is refused.
+	admin.mustDo(http.StatusCreated, "POST", rbacBase+"/clusterroles", roleJSON("ClusterRole", "crb-creator",
+		`[{"apiGroups":["rbac.authorization.k8s.io"],"resources":["clusterrolebindings"],"verbs":["create","list"]}]`))
+	admin.mustDo(http.StatusCreated, "POST", rbacBase+"/clusterrolebindings", strings.Replace(bindingJSON("carol-crb", "ClusterRole", "crb-creator", "carol"), `"RoleBinding"`, `"ClusterRoleBinding"`, 1))
+	grantedEventually(t, carol, "GET", rbacBase+"/clusterrolebindings", "", http.StatusOK)
+	escalationRefused(t, cp, carol, rbacBase+"/clusterrolebindings", strings.Replace(bindingJSON("carol-everywhere", "ClusterRole", "admin", "carol"), `"RoleBinding"`, `"ClusterRoleBinding"`, 1),
+		`clusterrolebindings.rbac.authorization.k8s.io "carol-everywhere"`, everything)
 }
 
 // A user may bind a role whose rules he holds, and may write a Role only within what he
