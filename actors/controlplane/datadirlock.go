@@ -65,3 +65,16 @@ func (l *dirLock) release() {
 		_ = l.f.Close()
 	}
 }
+
+// LockDataDir takes the same lock for a process that opens a JetStream store in dir without
+// a ControlPlane (skiff nats); call release once the store is closed.
+func LockDataDir(dir string) (release func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	l, err := lockDataDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return l.release, nil
+}

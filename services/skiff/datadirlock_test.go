@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
@@ -93,5 +95,38 @@ func TestSecondUpOnOneDataDirRefuses(t *testing.T) {
 	_, base = upOn(t, bin, "third", dir)
 	if err := get(base); err != nil {
 		t.Fatalf("after a restart on the dir: %v", err)
+	}
+}
+
+// `skiff nats` holds its store the same way: a second server on the dir exits naming the first.
+func TestSecondNATSOnOneDataDirRefuses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the skiff binary")
+	}
+	bin := testutil.BuildBinary(t, "./services/skiff")
+	dir := t.TempDir()
+	args := func(addr string) []string {
+		return []string{"nats", "--name", "n1", "--listen", addr, "--data-dir", dir}
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	first := startProc(t, "first", bin, args(addr)...)
+	testutil.Eventually(t, 30*time.Second, 50*time.Millisecond, func() error {
+		if !strings.Contains(first.stderr.String(), "skiff nats n1 is up") {
+			return fmt.Errorf("first nats not up yet")
+		}
+		return nil
+	})
+	out, err := exec.Command(bin, args("127.0.0.1:"+strconv.Itoa(freePort(t)))...).CombinedOutput()
+	want := fmt.Sprintf("is locked by the process with pid=%d started=", first.cmd.Process.Pid)
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("second skiff nats: err %v, output %q; want a failure containing %q", err, out, want)
+	}
+	nc, err := nats.Connect("nats://" + addr)
+	if err != nil {
+		t.Fatalf("the first server after the refused start: %v", err)
+	}
+	defer nc.Close()
+	if _, err := nc.RTT(); err != nil {
+		t.Fatalf("the first server after the refused start: %v", err)
 	}
 }

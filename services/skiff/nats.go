@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/bus/natsserver"
 )
 
@@ -32,6 +33,13 @@ func newNATS() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if cfg.DataDir != "" {
+				unlock, err := controlplane.LockDataDir(cfg.DataDir)
+				if err != nil {
+					return fmt.Errorf("--data-dir: %w", err)
+				}
+				defer unlock() // deferred before Shutdown: runs after it closed the store
+			}
 			srv, err := natsserver.Start(cfg)
 			if err != nil {
 				return err
