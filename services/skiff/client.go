@@ -117,6 +117,33 @@ func kindsArg(arg string) ([]*schemas.Kind, error) {
 	return out, nil
 }
 
+// objectArg reads one object named as kubectl accepts it: "TYPE NAME" or "TYPE/NAME".
+func objectArg(args []string) (*schemas.Kind, string, error) {
+	typ, name := "", ""
+	switch {
+	case len(args) == 2 && !strings.Contains(args[0], "/"):
+		typ, name = args[0], args[1]
+	case len(args) == 1:
+		var ok bool
+		if typ, name, ok = strings.Cut(args[0], "/"); !ok {
+			return nil, "", fmt.Errorf("want TYPE NAME or TYPE/NAME, got %q", args[0])
+		}
+	default:
+		return nil, "", fmt.Errorf("want TYPE NAME or TYPE/NAME, got %q", strings.Join(args, " "))
+	}
+	if name == "" {
+		return nil, "", fmt.Errorf("no name in %q", strings.Join(args, " "))
+	}
+	kinds, err := kindsArg(typ)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(kinds) != 1 {
+		return nil, "", fmt.Errorf("want one resource type, got %q", typ)
+	}
+	return kinds[0], name, nil
+}
+
 // qualifiedName is kubectl's "deployment.apps/web" form.
 func qualifiedName(k *schemas.Kind, name string) string {
 	if k.GVK.Group == "" {

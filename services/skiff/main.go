@@ -44,7 +44,7 @@ func newRoot() *cobra.Command {
 	root.PersistentPreRun = func(*cobra.Command, []string) {
 		g.serverSet = g.serverSet || root.PersistentFlags().Changed("server")
 	}
-	root.PersistentFlags().StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, else the one `skiff up` wrote into its data dir)")
+	root.PersistentFlags().StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` (default $KUBECONFIG, else the one skiff up wrote into its data dir)")
 	root.PersistentFlags().BoolVar(&g.insecure, "insecure-skip-tls-verify", false, "do not check the server's certificate (insecure)")
 	root.PersistentFlags().StringVarP(&g.namespace, "namespace", "n", "default", "namespace")
 	root.PersistentFlags().StringVar(&g.token, "token", os.Getenv("SKIFF_TOKEN"), "bearer token (env SKIFF_TOKEN); replaces the kubeconfig's credentials")

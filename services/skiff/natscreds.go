@@ -94,7 +94,7 @@ func newNATSCreds() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&dataDir, "data-dir", defaultDataDir(), "the control plane's data directory")
-	f.StringVar(&keysDir, "keys-dir", "", "the NATS keys directory itself (default DATA_DIR/"+controlplane.NATSKeysDir+"), e.g. a `skiff nats` server's")
+	f.StringVar(&keysDir, "keys-dir", "", "the NATS keys directory itself (default DATA_DIR/"+controlplane.NATSKeysDir+"), e.g. a skiff nats server's")
 	f.StringVar(&node, "node", "", "node name: credentials to read the log, call the API as system:node:NAME and serve its logs/exec")
 	f.StringVar(&role, "role", string(identity.Node), "component: node, scheduler, controller-manager, admin, apiserver")
 	return cmd

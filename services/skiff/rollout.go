@@ -24,19 +24,19 @@ const revisionAnnotation = "deployment.kubernetes.io/revision"
 func newScale(g *globals) *cobra.Command {
 	var replicas int32
 	cmd := &cobra.Command{
-		Use:   "scale TYPE NAME --replicas=N",
+		Use:   "scale (TYPE NAME | TYPE/NAME) --replicas=N",
 		Short: "Set the replicas of a Deployment or ReplicaSet",
-		Args:  cobra.ExactArgs(2),
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kinds, err := kindsArg(args[0])
+			k, name, err := objectArg(args)
 			if err != nil {
 				return err
 			}
 			patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-			if _, err := g.client().Raw(cmd.Context(), "PATCH", apiclient.Path(kinds[0], g.namespace, args[1], "scale"), "application/merge-patch+json", []byte(patch)); err != nil {
+			if _, err := g.client().Raw(cmd.Context(), "PATCH", apiclient.Path(k, g.namespace, name, "scale"), "application/merge-patch+json", []byte(patch)); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s scaled\n", qualifiedName(kinds[0], args[1]))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s scaled\n", qualifiedName(k, name))
 			return nil
 		},
 	}

@@ -50,7 +50,7 @@ func newSim() *cobra.Command {
 	nodes.Flags().IntVar(&count, "count", 3, "how many nodes")
 	nodes.Flags().StringVar(&prefix, "prefix", "sim-", "node name prefix")
 	nodes.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "the control plane's NATS")
-	nodes.Flags().StringVar(&natsCreds, "nats-creds", "", "admin NATS credentials (`skiff nats-creds --role admin`); default: minted from --data-dir's keys when NATS is secured")
+	nodes.Flags().StringVar(&natsCreds, "nats-creds", "", "admin NATS credentials `FILE` (from \"skiff nats-creds --role admin\"); default: minted from --data-dir's keys when NATS is secured")
 	nodes.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "the local control plane's data directory (for its NATS keys)")
 	sim.AddCommand(nodes)
 	return sim
