@@ -28,6 +28,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/actors/kubelet"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"golang.org/x/sys/unix"
 )
 
 func TestNodeRegistersAndRenewsLease(t *testing.T) {
@@ -50,6 +51,11 @@ func TestNodeRegistersAndRenewsLease(t *testing.T) {
 	if !n.Status.Capacity.Cpu().Equal(cpu) || !n.Status.Allocatable.Memory().Equal(mem) || n.Spec.PodCIDR != h.n.Options.PodCIDR ||
 		n.Status.NodeInfo.KubeletVersion != kubelet.Version || len(n.Status.Addresses) != 2 || n.Status.Addresses[0].Address == "" {
 		t.Errorf("node %+v / %+v", n.Spec, n.Status)
+	}
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	if info := n.Status.NodeInfo; info.KernelVersion != unix.ByteSliceToString(uts.Release[:]) || info.OSImage == "" || info.BootID == "" {
+		t.Errorf("node info %+v: want the host's kernel release, OS image and boot id (kubectl get nodes -o wide)", info)
 	}
 	getLease := func() (*coordv1.Lease, error) {
 		o, err := h.cp.Client.Get(context.Background(), controllerkit.MustKind("coordination.k8s.io", "leases"), kubelet.LeaseNamespace, nodeName)

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"cmp"
 	"context"
 	goruntime "runtime"
 	"time"
@@ -55,7 +56,7 @@ func (k *kubelet) ensureNode(ctx context.Context, hb *nodeheartbeat.Heartbeat) e
 		node = out.(*corev1.Node)
 	}
 	// An agent of another version, or one that never posted addresses, rewrites the status now.
-	outdated := node.Status.NodeInfo.KubeletVersion != Version || len(node.Status.Addresses) == 0
+	outdated := node.Status.NodeInfo.KubeletVersion != Version || len(node.Status.Addresses) == 0 || node.Status.NodeInfo.OSImage == ""
 	if !outdated && !hb.StatusDue(node) {
 		return nil
 	}
@@ -89,9 +90,11 @@ func (k *kubelet) setNodeStatus(n *corev1.Node) {
 		{Type: corev1.NodeInternalIP, Address: k.cfg.NodeIP},
 		{Type: corev1.NodeHostName, Address: k.cfg.NodeName},
 	}
+	host := readHostInfo()
 	n.Status.NodeInfo = corev1.NodeSystemInfo{
 		KubeletVersion: Version, OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH,
-		ContainerRuntimeVersion: "containerd://" + k.runtimeVersion(), MachineID: k.cfg.NodeName, SystemUUID: k.cfg.NodeName,
+		ContainerRuntimeVersion: "containerd://" + k.runtimeVersion(), MachineID: cmp.Or(host.machineID, k.cfg.NodeName),
+		SystemUUID: k.cfg.NodeName, BootID: host.bootID, OSImage: host.osImage, KernelVersion: host.kernelVersion,
 	}
 }
 
