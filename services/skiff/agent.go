@@ -123,7 +123,7 @@ func newAgent() *cobra.Command {
 	node.register(cmd, false)
 	cmd.Flags().StringVar(&node.otlpEndpoint, "otlp-endpoint", "", "export traces over OTLP/HTTP here (standard OTEL_* variables are honoured too)")
 	node.metricsFlag(cmd.Flags())
-	cmd.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "the control plane's NATS")
+	cmd.Flags().StringVar(&natsURL, "nats-url", defaultNATSURL, "the control plane's NATS")
 	cmd.Flags().StringVar(&natsCreds, "nats-creds", "", "this node's NATS credentials `FILE` (from \"skiff nats-creds --node NAME\" on the control plane); needed when its NATS is secured")
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir()+"-agent", "where containerd and pod data live")
 	return cmd

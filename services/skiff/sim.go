@@ -16,7 +16,7 @@ import (
 
 // newSim is the scale-test mode (like kwok): simulated nodes that register, renew leases and
 // report bound pods Running without containers. It is never how real pods run.
-func newSim() *cobra.Command {
+func newSim(g *globals) *cobra.Command {
 	sim := &cobra.Command{Use: "sim", Short: "Scale-test mode: simulated nodes without containers (like kwok)"}
 	var count int
 	var prefix, natsURL, natsCreds, dataDir string
@@ -24,6 +24,8 @@ func newSim() *cobra.Command {
 		Use:   "nodes",
 		Short: "Register simulated nodes and keep them alive until interrupted",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			dataDir = instanceDataDir(dataDir, cmd.Flags().Changed("data-dir"), g.kubeconfig)
+			natsURL = instanceNATSURL(natsURL, cmd.Flags().Changed("nats-url"), dataDir)
 			// Simulated nodes write as many nodes: the admin identity, not a node's.
 			auth, err := localAdmin(natsCreds, dataDir)
 			if err != nil {
@@ -49,9 +51,9 @@ func newSim() *cobra.Command {
 	}
 	nodes.Flags().IntVar(&count, "count", 3, "how many nodes")
 	nodes.Flags().StringVar(&prefix, "prefix", "sim-", "node name prefix")
-	nodes.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "the control plane's NATS")
+	nodes.Flags().StringVar(&natsURL, "nats-url", defaultNATSURL, "the control plane's NATS (default: the one the instance in --data-dir runs)")
 	nodes.Flags().StringVar(&natsCreds, "nats-creds", "", "admin NATS credentials `FILE` (from \"skiff nats-creds --role admin\"); default: minted from --data-dir's keys when NATS is secured")
-	nodes.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "the local control plane's data directory (for its NATS keys)")
+	nodes.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "the local control plane's data directory, for its NATS keys and URL (default: the --kubeconfig's directory when skiff up wrote it)")
 	sim.AddCommand(nodes)
 	return sim
 }

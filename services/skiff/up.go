@@ -107,6 +107,11 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 			return err
 		}
 	}
+	if cfg.DataDir != "" && cp.NATS != nil {
+		if err := writeNATSURL(cfg.DataDir, cp.NATS.ClientURL()); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(os.Stderr, "skiff is up in %v: API %s, state revision %d\n", time.Since(start).Round(time.Millisecond), cp.URL(), cp.Log.Rev())
 	if kubeconfig != "" {
 		fmt.Fprintf(os.Stderr, "kubectl: export KUBECONFIG=%s\n", kubeconfig)
