@@ -58,7 +58,7 @@ func (cp *ControlPlane) apiOptions(o apiserver.Options) (apiserver.Options, erro
 	if err != nil {
 		return o, fmt.Errorf("tokens: %w", err)
 	}
-	tokens, err := authn.LoadTokens(tokPath)
+	tokens, err := authn.OpenTokenFile(tokPath, authn.DefaultTokenCheck, cp.cfg.Logger)
 	if err != nil {
 		return o, fmt.Errorf("tokens: %w", err)
 	}

@@ -29,7 +29,7 @@ func ParseBearer(header string) (string, bool) {
 
 // Authenticator finds the caller of an HTTP request from its credentials.
 type Authenticator struct {
-	Tokens   *Tokens        // bearer tokens; nil = none accepted
+	Tokens   TokenLookup    // bearer tokens; nil = none accepted
 	ClientCA *x509.CertPool // client certificates signed by this CA; nil = none accepted
 
 	// verified remembers leaf certificates that passed verification (by SHA-256 of the DER):
