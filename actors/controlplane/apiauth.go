@@ -64,7 +64,7 @@ func (cp *ControlPlane) apiOptions(o apiserver.Options) (apiserver.Options, erro
 		return o, fmt.Errorf("tokens: %w", err)
 	}
 	rbac := authz.NewRBAC(cp.Log)
-	cp.apiAuth = &apiAuthState{pki: bundle, adminToken: admin, rbac: rbac, node: authz.NewNode(cp.Log, rbac)}
+	cp.apiAuth = &apiAuthState{pki: bundle, adminToken: admin, rbac: rbac, node: authz.NewNode(cp.Log, cp.Informers.For("", "pods"), rbac)}
 	wire := controlPlaneUser
 	o.Auth = &apiserver.Auth{
 		Authenticator: &authn.Authenticator{Tokens: tokens, ClientCA: bundle.CertPool()},
@@ -84,7 +84,6 @@ func (cp *ControlPlane) startRBAC(ctx context.Context) error {
 		return err
 	}
 	cp.apiAuth.rbac.Run(cp.bg)
-	cp.apiAuth.node.Run(cp.bg)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if !cp.apiAuth.rbac.WaitForSync(ctx) || !cp.apiAuth.node.WaitForSync(ctx) {

@@ -32,15 +32,14 @@ var nodeScoped = map[string]func(*corev1.Pod) []string{"secrets": podSecretNames
 
 var readVerbs = map[string]bool{"get": true, "list": true, "watch": true}
 
-// NewNode mirrors the pods of log by node; Run keeps the mirror current.
-func NewNode(log *statelog.Log, next Authorizer) *Node {
-	pods := informer.For(log, "", "pods")
+// NewNode decides from pods, a pod informer (the process's shared one), which it indexes by
+// node, and from log on a miss.
+func NewNode(log *statelog.Log, pods *informer.Informer, next Authorizer) *Node {
 	pods.AddIndexer(informer.IndexNodeName, informer.PodNodeName)
 	return &Node{Next: next, log: log, pods: pods}
 }
 
-// Run watches the pods until ctx ends; WaitForSync waits for their first snapshot.
-func (n *Node) Run(ctx context.Context)              { go func() { _ = n.pods.Run(ctx) }() }
+// WaitForSync waits for the pod mirror's first snapshot.
 func (n *Node) WaitForSync(ctx context.Context) bool { return n.pods.WaitForSync(ctx) }
 
 // Authorize decides node reads of Secrets and ConfigMaps and passes the rest on.
