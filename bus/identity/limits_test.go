@@ -98,7 +98,9 @@ func TestNodeConsumerBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bView.WaitForRev(short, rev); err != nil {
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := bView.WaitForRev(wctx, rev); err != nil {
 		t.Fatalf("node-b's view after node-a's attempts: %v", err)
 	}
 	c := identity.NodeID("node-c")

@@ -38,7 +38,7 @@ type slotFeed struct {
 	st     jetstream.Stream
 	names  []string // the identity's, in order
 	name   string   // the one held
-	marker string // tells this reader's consumer config from another reader's of the same name
+	marker string   // tells this reader's consumer config from another reader's of the same name
 	reset  chan struct{}
 
 	mu   sync.Mutex
