@@ -336,7 +336,8 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 			}
 			return obj, casWritten, nil
 		}
-		if !changed(cur, next) {
+		// A stale stored form (a Secret from before encryption) is written even unchanged.
+		if !changed(cur, next) && !s.log.Stale(key) {
 			return cur, casDecided, nil
 		}
 		if wo.dryRun {

@@ -38,6 +38,7 @@ type apiAuthState struct {
 	pki        *pki.Bundle
 	adminToken string
 	rbac       *authz.RBAC
+	node       *authz.Node // in front of rbac: Secrets and ConfigMaps for node identities
 }
 
 // apiOptions fills in the security part of the apiserver's options.
@@ -62,11 +63,12 @@ func (cp *ControlPlane) apiOptions(o apiserver.Options) (apiserver.Options, erro
 	if err != nil {
 		return o, fmt.Errorf("tokens: %w", err)
 	}
-	cp.apiAuth = &apiAuthState{pki: bundle, adminToken: admin, rbac: authz.NewRBAC(cp.Log)}
+	rbac := authz.NewRBAC(cp.Log)
+	cp.apiAuth = &apiAuthState{pki: bundle, adminToken: admin, rbac: rbac, node: authz.NewNode(cp.Log, cp.Informers.For("", "pods"), rbac)}
 	wire := controlPlaneUser
 	o.Auth = &apiserver.Auth{
 		Authenticator: &authn.Authenticator{Tokens: tokens, ClientCA: bundle.CertPool()},
-		Authorizer:    cp.apiAuth.rbac,
+		Authorizer:    cp.apiAuth.node,
 		WireUser:      &wire,
 	}
 	o.ClientQPS, o.ClientBurst = sc.ClientQPS, sc.ClientBurst
@@ -84,7 +86,7 @@ func (cp *ControlPlane) startRBAC(ctx context.Context) error {
 	cp.apiAuth.rbac.Run(cp.bg)
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if !cp.apiAuth.rbac.WaitForSync(ctx) {
+	if !cp.apiAuth.rbac.WaitForSync(ctx) || !cp.apiAuth.node.WaitForSync(ctx) {
 		return errors.New("controlplane: RBAC policy did not load")
 	}
 	return nil

@@ -67,6 +67,10 @@ type Config struct {
 	NATSAuthDir string
 	// NATSCreds is this process's credentials file for the external NATSURL.
 	NATSCreds string
+	// EncryptionKeyFile holds the keys that seal Secrets in the state log (encryption.go);
+	// made on first start. Default DataDir/encryption.keys on the embedded NATS; required on
+	// an external one, where every apiserver replica must be given the same file.
+	EncryptionKeyFile string
 	// Supervision is how every actor of this process is restarted; zero = actorkit.DefaultPolicy.
 	Supervision actorkit.Policy
 }
@@ -124,6 +128,10 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 			started.Stop()
 		}
 	}()
+	transformer, err := cfg.secretsTransformer()
+	if err != nil {
+		return nil, err
+	}
 	natsID, err := cp.connect()
 	if err != nil {
 		return nil, err
@@ -131,7 +139,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	memory := cfg.DataDir == "" && cfg.NATSURL == ""
 	// Only the apiserver may create (and write) the stream on secured NATS.
 	logCfg := statelog.Config{Replicas: cfg.Replicas, Memory: memory, BookmarkInterval: cfg.Bookmarks,
-		ReadOnly: natsID.Role != identity.APIServer}
+		ReadOnly: natsID.Role != identity.APIServer, Transformer: transformer, ConsumerNames: natsID.ConsumerNames()}
 	if cp.Log, err = openLog(ctx, cp.Conn, logCfg); err != nil {
 		return nil, fmt.Errorf("state log: %w", err)
 	}

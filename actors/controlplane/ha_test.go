@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -32,10 +33,18 @@ func sharedNATS(t *testing.T) *natsserver.Server {
 	return srv
 }
 
+// keyFiles is the Secrets encryption key file every apiserver replica of one NATS shares.
+var keyFiles sync.Map
+
+func sharedKeyFile(t *testing.T, natsURL string) string {
+	path, _ := keyFiles.LoadOrStore(natsURL, filepath.Join(t.TempDir(), "encryption.keys"))
+	return path.(string)
+}
+
 // replica starts one control plane process on an external NATS.
 func replica(t *testing.T, natsURL, identity string, mutate func(*controlplane.Config)) *controlplane.ControlPlane {
 	t.Helper()
-	cfg := controlplane.Config{NATSURL: natsURL, Identity: identity}
+	cfg := controlplane.Config{NATSURL: natsURL, Identity: identity, EncryptionKeyFile: sharedKeyFile(t, natsURL)}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -213,7 +222,8 @@ func TestTwoAPIServerReplicasShareOneLog(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range cps {
 		wg.Go(func() {
-			cfg := controlplane.Config{NATSURL: srv.ClientURL(), Listen: "127.0.0.1:0", Components: []string{controlplane.APIServer}, Identity: fmt.Sprint("api-", i)}
+			cfg := controlplane.Config{NATSURL: srv.ClientURL(), Listen: "127.0.0.1:0", Components: []string{controlplane.APIServer}, Identity: fmt.Sprint("api-", i),
+				EncryptionKeyFile: sharedKeyFile(t, srv.ClientURL())}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cps[i], errs[i] = controlplane.Start(ctx, cfg)
@@ -289,6 +299,28 @@ func TestTwoAPIServerReplicasShareOneLog(t *testing.T) {
 		}
 	}
 	t.Logf("%d Services created through 2 replicas, all listed by both, %d distinct ClusterIPs", len(acked), len(acked))
+	// A Secret sealed by one replica opens in the other: they share the key file.
+	a := &apiclient.Client{T: apiclient.HTTP{Server: cps[0].URL()}}
+	b := &apiclient.Client{T: apiclient.HTTP{Server: cps[1].URL()}}
+	if _, err := a.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+		StringData: map[string]string{"password": "hunter2"}}); err != nil {
+		t.Fatal(err)
+	}
+	secrets, _ := schemas.ByResource("", "v1", "secrets")
+	got, err := b.Get(context.Background(), secrets, "default", "db")
+	if err != nil || string(got.(*corev1.Secret).Data["password"]) != "hunter2" {
+		t.Fatalf("the other replica reads the Secret as %v, %v", got, err)
+	}
+}
+
+// An apiserver on an external NATS with no data dir and no key file would seal Secrets with a
+// key kept nowhere; it is refused, naming the field.
+func TestExternalNATSAPIServerNeedsAKeyFile(t *testing.T) {
+	srv := sharedNATS(t)
+	_, err := controlplane.Start(context.Background(), controlplane.Config{NATSURL: srv.ClientURL(), Components: []string{controlplane.APIServer}})
+	if err == nil || !strings.Contains(err.Error(), "EncryptionKeyFile") {
+		t.Fatalf("err = %v, want one naming EncryptionKeyFile", err)
+	}
 }
 
 func TestUnknownComponentIsRejected(t *testing.T) {

@@ -36,7 +36,10 @@ type Member struct {
 // apiserver creates and writes it) and starts an actor system with the shared informers.
 func Join(ctx context.Context, natsURL, name string, auth ...NATSAuth) (*Member, error) {
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
+	logCfg := statelog.Config{ReadOnly: true}
 	for _, a := range auth {
+		// The view's consumer takes one of the names the identity's permissions grant.
+		logCfg.ConsumerNames = a.ID.ConsumerNames()
 		// The private inbox is needed even without credentials: a secured server may still
 		// be reached, and it costs nothing otherwise.
 		opts = append(opts, a.ID.ClientOptions()...)
@@ -51,7 +54,7 @@ func Join(ctx context.Context, natsURL, name string, auth ...NATSAuth) (*Member,
 	if err != nil {
 		return nil, fmt.Errorf("connect %s: %w", natsURL, err)
 	}
-	log, err := statelog.Open(ctx, nc, statelog.Config{ReadOnly: true})
+	log, err := statelog.Open(ctx, nc, logCfg)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		err = fmt.Errorf("no state log on %s: start the control plane first (%w)", natsURL, err)
 	}

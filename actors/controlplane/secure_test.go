@@ -115,7 +115,7 @@ func TestSecuredNATSAgentCredentials(t *testing.T) {
 	if _, err := n.client.Create(ctx, nodeObject("node-a")); err != nil {
 		t.Fatalf("node-a registers itself: %v", err)
 	}
-	log, err := statelog.Open(ctx, n.nc, statelog.Config{ReadOnly: true})
+	log, err := statelog.Open(ctx, n.nc, statelog.Config{ReadOnly: true, ConsumerNames: identity.NodeID("node-a").ConsumerNames()})
 	if err != nil {
 		t.Fatalf("node opens the log read-only: %v", err)
 	}

@@ -6,12 +6,14 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 )
 
 // containerEnv resolves a container's environment in order: literal values (with $(VAR)
-// references to earlier variables), fieldRefs on the pod, and ConfigMap keys.
+// references to earlier variables), fieldRefs on the pod, and ConfigMap and Secret keys. Both
+// are read through the API, which gives a node only those its pods reference.
 func (k *kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container, podIP string) ([]string, map[string]string, error) {
 	vals := map[string]string{}
 	var out []string
@@ -31,31 +33,51 @@ func (k *kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.C
 				return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
 			}
 			set(e.Name, v)
-		case e.ValueFrom.ConfigMapKeyRef != nil:
-			ref := e.ValueFrom.ConfigMapKeyRef
-			v, found, err := k.configMapKey(ctx, pod.Namespace, ref.Name, ref.Key)
-			optional := ref.Optional != nil && *ref.Optional
-			switch {
-			case err != nil && !optional:
+		case e.ValueFrom.ConfigMapKeyRef != nil || e.ValueFrom.SecretKeyRef != nil:
+			v, found, err := k.refKey(ctx, pod.Namespace, e.ValueFrom)
+			if err != nil {
 				return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
-			case !found && !optional:
-				return nil, nil, fmt.Errorf("env %s: configmap %s has no key %q", e.Name, ref.Name, ref.Key)
-			case found:
+			}
+			if found {
 				set(e.Name, v)
 			}
 		default:
-			return nil, nil, fmt.Errorf("env %s: only fieldRef and configMapKeyRef are supported", e.Name)
+			return nil, nil, fmt.Errorf("env %s: only fieldRef, configMapKeyRef and secretKeyRef are supported", e.Name)
 		}
 	}
 	return out, vals, nil
 }
 
-func (k *kubelet) configMapKey(ctx context.Context, ns, name, key string) (string, bool, error) {
-	o, err := k.client.Get(ctx, controllerkit.MustKind("", "configmaps"), ns, name)
+// refKey reads the key a configMapKeyRef or secretKeyRef names; a missing optional one is not
+// found, a missing required one an error.
+func (k *kubelet) refKey(ctx context.Context, ns string, src *corev1.EnvVarSource) (string, bool, error) {
+	resource, name, key, optional := "configmaps", "", "", false
+	if r := src.ConfigMapKeyRef; r != nil {
+		name, key, optional = r.Name, r.Key, r.Optional != nil && *r.Optional
+	} else {
+		r := src.SecretKeyRef
+		resource, name, key, optional = "secrets", r.Name, r.Key, r.Optional != nil && *r.Optional
+	}
+	o, err := k.client.Get(ctx, controllerkit.MustKind("", resource), ns, name)
 	if err != nil {
+		if optional && apierrors.IsNotFound(err) {
+			return "", false, nil
+		}
 		return "", false, err
 	}
-	v, ok := o.(*corev1.ConfigMap).Data[key]
+	var v string
+	var ok bool
+	switch o := o.(type) {
+	case *corev1.ConfigMap:
+		v, ok = o.Data[key]
+	case *corev1.Secret:
+		var b []byte
+		b, ok = o.Data[key]
+		v = string(b)
+	}
+	if !ok && !optional {
+		return "", false, fmt.Errorf("%s %s has no key %q", strings.TrimSuffix(resource, "s"), name, key)
+	}
 	return v, ok, nil
 }
 

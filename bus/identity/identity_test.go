@@ -43,6 +43,7 @@ type securedServer struct {
 	srv  *natsserver.Server
 	auth *natsserver.Auth
 	log  *statelog.Log // the apiserver's
+	nc   *nats.Conn    // the apiserver's connection
 }
 
 func startSecured(t *testing.T, dir string) *securedServer {
@@ -57,7 +58,7 @@ func startSecured(t *testing.T, dir string) *securedServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return &securedServer{srv: srv, auth: auth, log: l}
+	return &securedServer{srv: srv, auth: auth, log: l, nc: nc}
 }
 
 // connectCreds dials like a remote agent: TCP with a .creds file.
@@ -86,7 +87,7 @@ func TestAgentCannotWriteTheLog(t *testing.T) {
 	nc := connectCreds(t, s, identity.NodeID("node-a"), v)
 
 	// The agent reads and watches the log read-only.
-	rl, err := statelog.Open(ctx, nc, statelog.Config{ReadOnly: true})
+	rl, err := statelog.Open(ctx, nc, statelog.Config{ReadOnly: true, ConsumerNames: identity.NodeID("node-a").ConsumerNames()})
 	if err != nil {
 		t.Fatalf("read-only open with node credentials: %v", err)
 	}
@@ -178,7 +179,7 @@ func TestCredentialsSurviveRestart(t *testing.T) {
 		t.Fatalf("credentials minted before the restart: %v", err)
 	}
 	defer nc.Close()
-	rl, err := statelog.Open(context.Background(), nc, statelog.Config{ReadOnly: true})
+	rl, err := statelog.Open(context.Background(), nc, statelog.Config{ReadOnly: true, ConsumerNames: identity.NodeID("node-a").ConsumerNames()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package identity
 
 import (
+	"fmt"
+
 	"github.com/skiff-sh/skiff/bus/natsserver"
 )
 
@@ -27,9 +29,8 @@ func (n Names) withDefaults() Names {
 
 const jsAPI = "$JS.API."
 
-// readStream lets a client open stream and replay it through its own ordered consumers.
-// Consumer names are random single tokens, so NATS cannot tie them to their creator; a
-// consumer only reads, and ordered consumers recreate themselves if deleted.
+// readStream lets a client open stream and replay it through consumers of any name: for the
+// lease bucket's watch, used by the scheduler and controller-manager only.
 func readStream(stream string) []string {
 	return []string{
 		jsAPI + "STREAM.INFO." + stream,
@@ -39,6 +40,44 @@ func readStream(stream string) []string {
 		jsAPI + "CONSUMER.MSG.NEXT." + stream + ".*",
 	}
 }
+
+// ConsumerBudget is how many consumers of the state stream one identity may hold at once:
+// NATS permissions grant each identity exactly this many consumer names. JetStream's own
+// consumer limits are per account (shared by every identity), so this is what keeps one node
+// from filling the stream's consumers and locking everyone else out.
+const ConsumerBudget = 4
+
+// ConsumerNames are the names id's readers of the state stream may give their consumers
+// (statelog.Config.ConsumerNames); nil for the apiserver, which may use any.
+func (id ID) ConsumerNames() []string {
+	if id.Role == APIServer {
+		return nil
+	}
+	names := make([]string, ConsumerBudget)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s_view%d", id.token(), i)
+	}
+	return names
+}
+
+// readStreamAs lets id read stream through its own consumer names only: it can create no
+// more consumers than it has names, and read from, look at or delete no one else's.
+func (id ID) readStreamAs(stream string) []string {
+	out := []string{jsAPI + "STREAM.INFO." + stream}
+	for _, name := range id.ConsumerNames() {
+		c := stream + "." + name
+		out = append(out, jsAPI+"CONSUMER.CREATE."+c, jsAPI+"CONSUMER.CREATE."+c+".>",
+			jsAPI+"CONSUMER.INFO."+c, jsAPI+"CONSUMER.DELETE."+c, jsAPI+"CONSUMER.MSG.NEXT."+c)
+	}
+	return out
+}
+
+// Per-connection limits of every identity but the apiserver's (NATS enforces these per user
+// connection; JetStream's limits are per account): subscriptions, and the largest message.
+const (
+	MaxSubscriptions = 256
+	MaxPayload       = natsserver.MaxPayload
+)
 
 // Permissions are what id may publish and subscribe to. The apiserver is unrestricted inside
 // the account: it owns the log. Everyone else reads the log, never writes it, and may publish
@@ -52,7 +91,7 @@ func (id ID) Permissions(n Names) (natsserver.Permissions, error) {
 	}
 	n = n.withDefaults()
 	p := natsserver.Permissions{
-		PubAllow: append(readStream(n.Stream), id.APISubject()),
+		PubAllow: append(id.readStreamAs(n.Stream), id.APISubject()),
 		SubAllow: []string{id.InboxPrefix() + ".>"},
 		// Redundant with the allow list, stated so a future grant cannot open them by accident.
 		PubDeny: []string{
@@ -63,6 +102,7 @@ func (id ID) Permissions(n Names) (natsserver.Permissions, error) {
 			jsAPI + "STREAM.PURGE." + n.Stream,
 			jsAPI + "STREAM.MSG.DELETE." + n.Stream,
 		},
+		Limits: natsserver.Limits{Subs: MaxSubscriptions, Payload: MaxPayload},
 	}
 	switch id.Role {
 	case Scheduler, ControllerManager:

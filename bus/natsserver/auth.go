@@ -32,6 +32,15 @@ type Permissions struct {
 	PubAllow, PubDeny []string
 	SubAllow, SubDeny []string
 	Respond           bool
+	Limits            Limits
+}
+
+// Limits bound each connection of one user; zero fields are unlimited. NATS enforces
+// subscriptions and payload per user connection (a user JWT's limits); connections and
+// JetStream resources it bounds per account only.
+type Limits struct {
+	Subs    int64 // subscriptions at once
+	Payload int64 // largest message published, bytes
 }
 
 // respondWindow bounds how long after a request its reply may be sent (exec runs long).
@@ -169,6 +178,12 @@ func (a *Auth) User(name string, p Permissions) (userJWT string, seed []byte, er
 	uc.IssuerAccount = "" // signed by the account's own key
 	uc.Pub.Allow, uc.Pub.Deny = p.PubAllow, p.PubDeny
 	uc.Sub.Allow, uc.Sub.Deny = p.SubAllow, p.SubDeny
+	if p.Limits.Subs > 0 {
+		uc.Limits.Subs = p.Limits.Subs
+	}
+	if p.Limits.Payload > 0 {
+		uc.Limits.Payload = p.Limits.Payload
+	}
 	if p.Respond {
 		uc.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: respondWindow}
 	}

@@ -19,7 +19,7 @@ func TestWritesCatchUpWhenTheConsumerStalls(t *testing.T) {
 	if _, err := l.Create(ctx(t), "a/0", []byte("0"), nil); err != nil {
 		t.Fatal(err)
 	}
-	l.cc.Stop() // the stall
+	l.feed.Stop() // the stall
 
 	// Another client's writes, which this view has no consumer to bring in.
 	other := e.open(Config{Memory: true})

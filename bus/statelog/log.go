@@ -29,12 +29,13 @@ type Log struct {
 	keyBase  string // <prefix>.k
 	markSubj string // <prefix>.m.compact
 	view     *view
-	cc       jetstream.ConsumeContext
+	feed     feed // the view's consumer (slots.go)
 	closed   atomic.Bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
 
-	own ownWrites // acknowledged writes the view may not have yet (ryw.go)
+	own   ownWrites // acknowledged writes the view may not have yet (ryw.go)
+	stale sync.Map  // keys whose stored form the Transformer no longer writes (transform.go)
 
 	errMu   sync.Mutex
 	lastErr error
@@ -72,20 +73,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		// Nothing to replay, but revisions continue from the last sequence.
 		l.view.rev = info.State.LastSeq
 	}
-	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
-	if err != nil {
-		return nil, err
-	}
-	l.cc, err = cons.Consume(l.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		l.errMu.Lock()
-		l.lastErr = err
-		l.errMu.Unlock()
-	}),
-		// The ordered consumer lives on one server of a cluster; when that server dies only
-		// missed heartbeats (two of them) tell, and the view stalls until then: 2s, not the
-		// library's 10s.
-		jetstream.PullExpiry(3*time.Second), jetstream.PullHeartbeat(time.Second))
-	if err != nil {
+	if l.feed, err = l.openFeed(ctx); err != nil {
 		return nil, err
 	}
 	if err := l.WaitForRev(ctx, info.State.LastSeq); err != nil {
@@ -95,6 +83,23 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	l.wg.Add(1)
 	go l.bookmarkLoop()
 	return l, nil
+}
+
+// openFeed starts the view's consumer: on a name of Config.ConsumerNames when given, else an
+// ordered consumer.
+func (l *Log) openFeed(ctx context.Context) (feed, error) {
+	if len(l.cfg.ConsumerNames) > 0 {
+		return l.openSlot(ctx, l.cfg.ConsumerNames)
+	}
+	cons, err := l.st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return nil, err
+	}
+	return cons.Consume(l.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		l.errMu.Lock()
+		l.lastErr = err
+		l.errMu.Unlock()
+	}), jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat))
 }
 
 // openStream creates the stream or opens the existing one; read-only, only opens it.
@@ -137,7 +142,8 @@ func (l *Log) apply(seq uint64, subj string, h nats.Header, data []byte, at time
 	if strings.HasPrefix(subj, l.keyBase+".") {
 		key, err := subjectKey(l.keyBase, subj)
 		if err == nil {
-			l.view.applyKey(seq, key, h.Get(hdrOp) == opDelete, data, fromNATSHeader(h), at)
+			del := h.Get(hdrOp) == opDelete
+			l.view.applyKey(seq, key, del, l.fromStorage(key, data, del), fromNATSHeader(h), at)
 			l.settle(key, seq)
 			return
 		}
@@ -216,9 +222,9 @@ func (l *Log) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
-	l.cc.Stop()
 	close(l.stop)
 	l.wg.Wait()
+	l.feed.Stop()
 	v := l.view
 	v.mu.Lock()
 	for w := range v.watchers {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A write returns at its ack, before the view has it. With the view's consumer stopped the
@@ -17,9 +19,10 @@ func TestReadYourWritesWithAViewBehind(t *testing.T) {
 	c := ctx(t)
 	must[uint64](t)(l.Create(c, "other/x", []byte("x"), nil))
 	must[Entry](t)(l.Get(c, "other/x", ReadOptions{}))
-	l.cc.Stop()
+	cc := l.feed.(jetstream.ConsumeContext)
+	cc.Stop()
 	select {
-	case <-l.cc.Closed():
+	case <-cc.Closed():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the consumer did not stop")
 	}

@@ -42,6 +42,12 @@ type Config struct {
 	// ReadOnly opens an existing stream without creating or updating it, for readers whose
 	// NATS permissions allow no more; writes then fail with ErrReadOnly.
 	ReadOnly bool
+	// Transformer, if set, transforms values on their way to and from the stream
+	// (encryption at rest); only the writer and readers holding its keys set one.
+	Transformer Transformer
+	// ConsumerNames, if set, are the only consumer names the view may use (a reader's NATS
+	// permissions grant no others): it takes the first one free (slots.go).
+	ConsumerNames []string
 }
 
 func (c *Config) defaults() {

@@ -20,6 +20,9 @@ func (l *Log) publish(ctx context.Context, key, subj string, data []byte, h Head
 		return 0, ErrClosed
 	}
 	defer func(start time.Time) { observeWrite(del, start, err) }(time.Now())
+	if data, err = l.toStorage(key, data); err != nil {
+		return 0, err
+	}
 	m := &nats.Msg{Subject: subj, Data: data, Header: toNATSHeader(h)}
 	if del {
 		m.Header[hdrOp] = []string{opDelete}

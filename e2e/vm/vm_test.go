@@ -69,6 +69,7 @@ func startCluster(t *testing.T, n int) *cluster {
 	t.Cleanup(ns.Shutdown)
 	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) {
 		c.NATSURL = ns.ClientURL()
+		c.EncryptionKeyFile = filepath.Join(c.DataDir, controlplane.EncryptionKeyFileName)
 		// Five missed renewals make a node NotReady: room for a slow VM under emulation;
 		// its pods are evicted at once after that.
 		c.Controllers = controllers.Options{NodeGracePeriod: 5 * leaseRenew, PodEvictionTimeout: time.Second, NodeMonitorPeriod: 500 * time.Millisecond}

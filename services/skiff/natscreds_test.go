@@ -45,7 +45,7 @@ func TestNATSCredsMintsNodeCredentials(t *testing.T) {
 		t.Fatalf("the minted credentials: %v", err)
 	}
 	defer nc.Close()
-	rl, err := statelog.Open(context.Background(), nc, statelog.Config{ReadOnly: true})
+	rl, err := statelog.Open(context.Background(), nc, statelog.Config{ReadOnly: true, ConsumerNames: identity.NodeID("n1").ConsumerNames()})
 	if err != nil {
 		t.Fatalf("node n1 reads the log: %v", err)
 	}

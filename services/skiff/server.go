@@ -25,6 +25,7 @@ func controlPlaneFlags(f *pflag.FlagSet, cfg *controlplane.Config, node *nodeFla
 	f.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "ClusterIP range")
 	f.DurationVar(&cfg.CompactEvery, "compact-every", 5*time.Minute, "how often old history is compacted")
 	f.DurationVar(&cfg.CompactKeep, "compact-keep", 5*time.Minute, "how much history watches can resume from")
+	f.StringVar(&cfg.EncryptionKeyFile, "encryption-key-file", "", "keys that seal Secrets in the state log, made on first start (default DATA_DIR/"+controlplane.EncryptionKeyFileName+"); required with --nats-url: every apiserver replica is given the same file")
 	f.BoolVar(&cfg.APIAuth.Enabled, "api-auth", false, "serve the API over HTTPS with authentication and RBAC (certificates and tokens.csv under --data-dir)")
 	f.StringSliceVar(&cfg.APIAuth.SANs, "tls-san", nil, "extra host names or IPs of the API's serving certificate")
 	f.Float64Var(&cfg.APIAuth.ClientQPS, "client-qps", 0, "requests per second each authenticated user may make (system:masters exempt; 0 = no limit)")
@@ -69,6 +70,9 @@ func checkServerFlags(f *pflag.FlagSet, cfg controlplane.Config) error {
 	}
 	if f.Changed("listen") && cfg.Listen != "" && !slices.Contains(cfg.Components, controlplane.APIServer) {
 		return fmt.Errorf("--listen %s: this process serves no API (--components has no %s)", cfg.Listen, controlplane.APIServer)
+	}
+	if f.Changed("encryption-key-file") && !slices.Contains(cfg.Components, controlplane.APIServer) {
+		return fmt.Errorf("--encryption-key-file: only the apiserver holds the Secrets key (--components has no %s)", controlplane.APIServer)
 	}
 	if cfg.LeaseDuration < time.Second {
 		return fmt.Errorf("--lease-duration %v: must be at least 1s", cfg.LeaseDuration)

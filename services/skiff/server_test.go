@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,12 +109,13 @@ func TestServerReplicasOnNATSCluster(t *testing.T) {
 	}
 	servers := make([]*proc, 2)
 	urls := make([]string, 2)
+	keys := filepath.Join(t.TempDir(), "encryption.keys") // both apiservers seal Secrets with one key
 	for i := range servers {
 		addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 		urls[i] = "http://" + addr
 		id := fmt.Sprint("srv", i+1)
 		servers[i] = startProc(t, id, bin, "server", "--nats-url", strings.Join(clients, ","), "--replicas", "3",
-			"--listen", addr, "--lease-duration", "2s", "--identity", id, "--data-dir", t.TempDir())
+			"--listen", addr, "--lease-duration", "2s", "--identity", id, "--data-dir", t.TempDir(), "--encryption-key-file", keys)
 	}
 	for i, u := range urls {
 		testutil.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
@@ -185,6 +187,7 @@ func TestServerAndNATSFlagErrors(t *testing.T) {
 		{[]string{"server", "--components", "scheduler", "--listen", "127.0.0.1:6443"}, "--listen"},
 		{[]string{"server", "--components", ""}, "--components"},
 		{[]string{"server", "--lease-duration", "10ms"}, "--lease-duration"},
+		{[]string{"server", "--components", "scheduler", "--encryption-key-file", "k"}, "--encryption-key-file"},
 		{[]string{"nats", "--routes", "nats://a:6222"}, "--routes"},
 		{[]string{"nats", "--listen", "nohost"}, "--listen"},
 		{[]string{"nats", "--cluster-listen", "0.0.0.0:x"}, "--cluster-listen"},

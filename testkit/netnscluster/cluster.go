@@ -195,7 +195,8 @@ func images(t testing.TB, dir string) string {
 func (c *Cluster) StartControlPlane() {
 	c.t.Helper()
 	cfg := controlplane.Config{Listen: "127.0.0.1:0", Components: c.opts.Components,
-		Controllers: controllers.Options{NodeGracePeriod: c.opts.NodeGracePeriod, PodEvictionTimeout: c.opts.PodEvictionTimeout, NodeMonitorPeriod: 250 * time.Millisecond}}
+		Controllers:       controllers.Options{NodeGracePeriod: c.opts.NodeGracePeriod, PodEvictionTimeout: c.opts.PodEvictionTimeout, NodeMonitorPeriod: 250 * time.Millisecond},
+		EncryptionKeyFile: c.EncryptionKeyFile()}
 	if c.opts.NATSServers > 1 {
 		cfg.NATSURL, cfg.Replicas = c.NATSURL(), 3
 	} else {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -72,8 +73,28 @@ func (c *Cluster) StartServer(name string, args ...string) *Proc {
 		c.t.Fatal(err)
 	}
 	// No /metrics listener: several servers share the host's network namespace.
-	return c.startProc(name, append([]string{"server", "--nats-url", c.NATSURL(), "--data-dir", dir, "--metrics-listen", ""}, args...)...)
+	base := []string{"server", "--nats-url", c.NATSURL(), "--data-dir", dir, "--metrics-listen", ""}
+	if servesAPI(args) {
+		base = append(base, "--encryption-key-file", c.EncryptionKeyFile())
+	}
+	return c.startProc(name, append(base, args...)...)
 }
+
+// servesAPI reports whether `skiff server` args run an apiserver (its --components default does).
+func servesAPI(args []string) bool {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--components="); ok {
+			return slices.Contains(strings.Split(v, ","), "apiserver")
+		}
+		if a == "--components" && i+1 < len(args) {
+			return slices.Contains(strings.Split(args[i+1], ","), "apiserver")
+		}
+	}
+	return true
+}
+
+// EncryptionKeyFile is the Secrets key file every apiserver of the cluster shares.
+func (c *Cluster) EncryptionKeyFile() string { return filepath.Join(c.dir, "encryption.keys") }
 
 // startNATSCluster runs Options.NATSServers `skiff nats` processes clustered on the bridge
 // address, so agents in their netns reach every one of them.

@@ -59,9 +59,10 @@ func BootstrapPolicy() []runtime.Object {
 		"system:discovery": {{Verbs: []string{"get"}, NonResourceURLs: []string{
 			"/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/", "/healthz", "/livez", "/readyz"}}},
 		// Nodes may read what they run and write their Node, Lease, pod status and Events;
-		// NodeRestriction (admission) narrows the writes to the node's own objects.
+		// NodeRestriction (admission) narrows the writes to the node's own objects. Secrets and
+		// ConfigMaps are the node authorizer's (node.go): only those their pods reference.
 		"system:node": {
-			rule(read, servedGroups, []string{"pods", "nodes", "services", "endpointslices", "configmaps", "secrets", "namespaces", "leases"}),
+			rule(read, servedGroups, []string{"pods", "nodes", "services", "endpointslices", "namespaces", "leases"}),
 			rule([]string{"create", "update", "patch", "delete"}, []string{""}, []string{"nodes", "nodes/status"}),
 			rule([]string{"update", "patch"}, []string{""}, []string{"pods/status"}),
 			rule([]string{"delete"}, []string{""}, []string{"pods"}),
