@@ -92,6 +92,9 @@ func (a *kubeletActor) start(actx actorkit.Context) {
 		}
 	}
 	a.subs.Add(k.sys, self, k.pods, informer.Funcs{Add: onPod, Update: func(_, o runtime.Object) { onPod(o) }, Delete: onPod})
+	if k.cfg.PodsViaAPI { // the kubelet's own cache: its watch is this actor's
+		actorkit.Go(actx, "pod informer", func(ctx context.Context) { _ = k.pods.Run(ctx) })
+	}
 	actorkit.Go(actx, "wait for caches", func(ctx context.Context) {
 		if !k.pods.WaitForSync(ctx) || !k.nodes.WaitForSync(ctx) {
 			return

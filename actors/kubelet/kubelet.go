@@ -31,6 +31,7 @@ import (
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/tracing"
+	"github.com/skiff-sh/skiff/schemas"
 )
 
 // Version is reported as the node's kubelet version.
@@ -44,11 +45,16 @@ type Config struct {
 	Log       *statelog.Log
 	Informers *informer.Factory // the process's shared informers (required)
 	Client    *apiclient.Client
-	NodeName  string            // required
-	Runtime   *kruntime.Runtime // required; the agent never closes it
-	NodeIP    string            // InternalIP and pods' hostIP; default: the first non-loopback IPv4
-	PodCIDR   string            // written into spec.podCIDR
-	Labels    map[string]string // extra node labels
+	// PodsViaAPI: the kubelet keeps its own cache of this node's pods only, listed and watched
+	// through the apiserver (Client over NATS) with fieldSelector spec.nodeName=<node>, which
+	// the apiserver answers from its pods-by-node index; for a node agent in its own process.
+	// false: the shared pod cache of Informers (skiff up, where the scheduler holds it anyway).
+	PodsViaAPI bool
+	NodeName   string            // required
+	Runtime    *kruntime.Runtime // required; the agent never closes it
+	NodeIP     string            // InternalIP and pods' hostIP; default: the first non-loopback IPv4
+	PodCIDR    string            // written into spec.podCIDR
+	Labels     map[string]string // extra node labels
 
 	LeaseDuration      time.Duration // default 40 s
 	RenewInterval      time.Duration // lease renewal, default 10 s
@@ -121,7 +127,7 @@ func New(cfg Config) func() actorkit.Actor {
 	cfg.defaults()
 	k := &kubelet{
 		cfg: cfg, rt: cfg.Runtime, client: cfg.Client,
-		pods:     cfg.Informers.For("", "pods"),
+		pods:     podInformer(cfg),
 		nodes:    cfg.Informers.For("", "nodes"),
 		recorder: events.New(cfg.Client, "kubelet", cfg.NodeName),
 		backoff:  newBackoff(cfg.BackoffBase, cfg.BackoffMax, cfg.BackoffReset),
@@ -133,6 +139,15 @@ func New(cfg Config) func() actorkit.Actor {
 	k.probes = newProbeManager(k)
 	k.pods.AddIndexer(informer.IndexNodeName, informer.PodNodeName)
 	return func() actorkit.Actor { return &kubeletActor{k: k} }
+}
+
+// podInformer is the cache of pods the kubelet reads: see Config.PodsViaAPI.
+func podInformer(cfg Config) *informer.Informer {
+	if !cfg.PodsViaAPI {
+		return cfg.Informers.For("", "pods")
+	}
+	kind, _ := schemas.ByResource("", "v1", "pods")
+	return informer.NewFrom(&informer.APISource{Client: cfg.Client, Kind: kind, FieldSelector: "spec.nodeName=" + cfg.NodeName}, kind, "")
 }
 
 // observe notes a change of one of this node's pods (its UID for runtime events, its write's

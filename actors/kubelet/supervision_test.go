@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/actors/kubelet"
 )
 
@@ -111,4 +112,26 @@ func (h *harness) label(name, key, value string) {
 		_, err = h.cp.Client.Update(context.Background(), p)
 		return err
 	})
+}
+
+// A kubelet that watches its pods through the API (as a joined agent does) runs the pods bound
+// to it, and goes on doing so after the apiserver restarts.
+func TestKubeletWatchesItsPodsThroughTheAPI(t *testing.T) {
+	h := start(t, func(c *kubelet.Config) { c.PodsViaAPI = true })
+	h.create(pod("via-api"))
+	h.waitPod("via-api", 30*time.Second, runningReady)
+
+	starts := h.cp.API.Starts()
+	h.cp.Actors.Send(h.cp.Actor(controlplane.APIServer), &actorkit.Crash{})
+	wait(t, 30*time.Second, func() error {
+		if h.cp.API.Starts() <= starts {
+			return fmt.Errorf("apiserver not restarted")
+		}
+		return nil
+	})
+	wait(t, 30*time.Second, func() error { _, err := h.get("via-api"); return err })
+	h.create(pod("after-restart"))
+	h.waitPod("after-restart", 30*time.Second, runningReady)
+	h.deletePod("via-api")
+	h.waitGone("via-api")
 }
