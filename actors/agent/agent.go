@@ -48,7 +48,10 @@ type Config struct {
 	// RoutePodCIDRs programs a route to every other Ready node's pod CIDR via its InternalIP
 	// (nodes on one L2 segment; see actors/routes).
 	RoutePodCIDRs bool
-	Logger        *slog.Logger
+	// PodsViaAPI: the kubelet caches only this node's pods, watched through the apiserver
+	// (kubelet.Config.PodsViaAPI); for an agent in its own process.
+	PodsViaAPI bool
+	Logger     *slog.Logger
 }
 
 // Agent is a running node.
@@ -111,7 +114,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	pid, err := cfg.Actors.Spawn("kubelet", kubelet.New(kubelet.Config{Log: cfg.Log, Informers: cfg.Informers, Client: cfg.Client, NodeName: cfg.NodeName, Runtime: rt, PodCIDR: cfg.PodCIDR,
-		NodeIP: cfg.NodeIP, RenewInterval: cfg.RenewInterval, Logger: cfg.Logger}))
+		NodeIP: cfg.NodeIP, RenewInterval: cfg.RenewInterval, PodsViaAPI: cfg.PodsViaAPI, Logger: cfg.Logger}))
 	if err != nil {
 		a.Stop()
 		return nil, err

@@ -300,3 +300,26 @@ func (c *Client) List(ctx context.Context, k *schemas.Kind, namespace string, qu
 	}
 	return objs, l.Metadata.ResourceVersion, nil
 }
+
+// WatchPoll asks once for the events of a watch after query's resourceVersion: over NATS a
+// watch is a long poll answered with one apiwire.WatchBatch (at least one event, or none once
+// the poll's timeoutSeconds passed). HTTP callers stream watches instead (HTTP.Stream).
+func (c *Client) WatchPoll(ctx context.Context, k *schemas.Kind, namespace string, query url.Values) (*apiwire.WatchBatch, error) {
+	if _, ok := c.T.(NATS); !ok {
+		return nil, fmt.Errorf("apiclient: a watch poll needs the NATS transport, not %T", c.T)
+	}
+	q := url.Values{}
+	for key, v := range query {
+		q[key] = v
+	}
+	q.Set("watch", "true")
+	out, err := c.Raw(ctx, http.MethodGet, Path(k, namespace, "", "")+"?"+q.Encode(), "", nil)
+	if err != nil {
+		return nil, err
+	}
+	var b apiwire.WatchBatch
+	if err := json.Unmarshal(out, &b); err != nil {
+		return nil, fmt.Errorf("apiclient: watch poll answer: %w", err)
+	}
+	return &b, nil
+}

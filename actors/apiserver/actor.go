@@ -56,6 +56,8 @@ func (a *apiActor) Receive(ctx actorkit.Context) {
 		if err := a.start(); err != nil {
 			panic(err) // the supervisor restarts us
 		}
+		srv := a.cfg.Server
+		actorkit.Go(ctx, "pods by node", func(ctx context.Context) { srv.pods.run(ctx, srv.log) })
 	case *actorkit.Stopping, *actorkit.Restarting:
 		a.stop()
 	case *actorkit.Crash:
@@ -123,9 +125,10 @@ func (a *apiActor) serveWire(ctx context.Context, subject string, data []byte, _
 	return a.cfg.Server.ServeWire(ctx, req), nil, nil
 }
 
-// ServeWire answers one apiwire.Request (watch is not served this way: actors watch the log).
+// ServeWire answers one apiwire.Request; a watch is a long poll answered with an
+// apiwire.WatchBatch (wirewatch.go).
 func (s *Server) ServeWire(ctx context.Context, req apiwire.Request) []byte {
-	ctx = s.wireContext(ctx)
+	ctx = withWirePoll(s.wireContext(ctx))
 	r := httptest.NewRequestWithContext(ctx, req.Method, req.Path, bytes.NewReader(req.Body))
 	if req.ContentType != "" {
 		r.Header.Set("Content-Type", req.ContentType)

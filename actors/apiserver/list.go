@@ -69,6 +69,9 @@ func (s *Server) listObjects(ctx context.Context, k *schemas.Kind, info requestI
 	if err := sel.validateFields(k.New()); err != nil {
 		return nil, 0, err
 	}
+	if objs, rev, ok, err := s.listByNode(ctx, k, info, sel); ok {
+		return objs, rev, err
+	}
 	ro, err := readOptionsFor(info)
 	if err != nil {
 		return nil, 0, err

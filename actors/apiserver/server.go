@@ -71,6 +71,7 @@ type Server struct {
 	started time.Time
 	starts  atomic.Int64
 	events  *sharedEvents // watched objects decoded and encoded once for every watcher
+	pods    *podIndex     // pods by spec.nodeName, followed while the apiserver actor runs
 }
 
 // New builds a Server over an open state log.
@@ -91,7 +92,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{log: o.Log, opts: o, now: o.Now, ips: ips, started: o.Now(), events: newSharedEvents(defaultSharedEventBytes)}
+	s := &Server{log: o.Log, opts: o, now: o.Now, ips: ips, started: o.Now(), events: newSharedEvents(defaultSharedEventBytes), pods: newPodIndex()}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/api", s.serveCoreVersions)
 	s.mux.HandleFunc("/apis", s.serveGroups)
@@ -204,6 +205,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		s.serveList(w, r, k, info)
 		return
 	case "watch":
+		if isWirePoll(ctx) {
+			s.serveWatchPoll(w, r, k, info)
+			return
+		}
 		s.serveWatch(w, r, k, info)
 		return
 	case "create":

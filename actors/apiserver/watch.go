@@ -35,16 +35,10 @@ var lineEnd = []byte("}\n")
 
 // serveWatch streams events as newline-delimited JSON, the way kube-apiserver does.
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
-	sel, err := parseSelectors(info)
-	if err == nil {
-		err = sel.validateFields(k.New())
-	}
+	sel, err := watchSelector(k, info)
 	if err != nil {
 		writeError(w, err)
 		return
-	}
-	if info.name != "" { // /watch/.../pods/NAME
-		sel.field = fields.AndSelectors(sel.field, fields.OneTermEqualSelector("metadata.name", info.name))
 	}
 	opts, explicitInitial, err := watchOptionsFor(info)
 	if err != nil {
@@ -86,6 +80,19 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.K
 	if err := watcher.Err(); errors.Is(err, statelog.ErrExpired) {
 		enc.writeError(err, opts.FromRev, s.log.OldestWatchRev())
 	}
+}
+
+// watchSelector is a watch's selectors, validated, narrowed to the named object if any
+// (/watch/.../pods/NAME).
+func watchSelector(k *schemas.Kind, info requestInfo) (selector, error) {
+	sel, err := parseSelectors(info)
+	if err == nil {
+		err = sel.validateFields(k.New())
+	}
+	if err == nil && info.name != "" {
+		sel.field = fields.AndSelectors(sel.field, fields.OneTermEqualSelector("metadata.name", info.name))
+	}
+	return sel, err
 }
 
 func watchOptionsFor(info requestInfo) (statelog.WatchOptions, bool, error) {

@@ -2,7 +2,11 @@
 // and what apiclient sends. A leaf package, so clients need not import the server.
 package apiwire
 
-import "github.com/skiff-sh/skiff/bus/identity"
+import (
+	"encoding/json"
+
+	"github.com/skiff-sh/skiff/bus/identity"
+)
 
 // Subject is where the apiserver answers API requests over NATS: callers append their identity
 // (identity.ID.APISubject), which becomes the request's authenticated user.
@@ -23,4 +27,19 @@ type Request struct {
 type Response struct {
 	Code int    `json:"code"`
 	Body []byte `json:"body,omitempty"`
+}
+
+// WatchBatch answers a watch sent over NATS: a long poll that returns the events after the
+// request's resourceVersion (at least one, or none once timeoutSeconds passed). The caller
+// polls again from the last event's revision (a BOOKMARK's included).
+type WatchBatch struct {
+	Events []WatchEvent `json:"events"`
+}
+
+// WatchEvent is one watch event as Kubernetes streams it, plus the trace context of the write
+// that made it.
+type WatchEvent struct {
+	Type   string            `json:"type"`
+	Object json.RawMessage   `json:"object"`
+	Trace  map[string]string `json:"trace,omitempty"`
 }

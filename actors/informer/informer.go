@@ -50,9 +50,28 @@ func (f Funcs) OnDelete(o runtime.Object) {
 	}
 }
 
+// Source is where an informer's events come from: the state log (the default), or the API
+// (APISource) for a cache that holds only what a field selector picks.
+type Source interface {
+	Watch(ctx context.Context, prefix string, o statelog.WatchOptions) (Stream, error)
+}
+
+// Stream is one watch of a Source (*statelog.Watcher is one).
+type Stream interface {
+	Events() <-chan statelog.Event
+	Err() error
+	Stop()
+}
+
+type logSource struct{ log *statelog.Log }
+
+func (l logSource) Watch(ctx context.Context, prefix string, o statelog.WatchOptions) (Stream, error) {
+	return l.log.Watch(ctx, prefix, o)
+}
+
 // Informer mirrors the objects of one kind (optionally one namespace).
 type Informer struct {
-	log       *statelog.Log
+	src       Source
 	kind      *schemas.Kind
 	namespace string
 
@@ -73,9 +92,14 @@ type Informer struct {
 
 type registration struct{ h Handler }
 
-// New creates an informer; Run starts it.
+// New creates an informer over the state log; Run starts it.
 func New(log *statelog.Log, kind *schemas.Kind, namespace string) *Informer {
-	i := &Informer{log: log, kind: kind, namespace: namespace, objects: map[string]runtime.Object{}, traces: map[string]statelog.Header{}, syncedCh: make(chan struct{}), running: make(chan struct{}, 1)}
+	return NewFrom(logSource{log}, kind, namespace)
+}
+
+// NewFrom creates an informer over src; Run starts it.
+func NewFrom(src Source, kind *schemas.Kind, namespace string) *Informer {
+	i := &Informer{src: src, kind: kind, namespace: namespace, objects: map[string]runtime.Object{}, traces: map[string]statelog.Header{}, syncedCh: make(chan struct{}), running: make(chan struct{}, 1)}
 	i.indexes.init()
 	i.AddIndexer(IndexNamespace, namespaceIndex)
 	return i
@@ -163,7 +187,7 @@ func (i *Informer) watchOnce(ctx context.Context) error {
 	if relist {
 		opts = statelog.WatchOptions{SendInitial: true, Bookmarks: true}
 	}
-	w, err := i.log.Watch(ctx, schemas.StoragePrefix(i.kind, i.namespace), opts)
+	w, err := i.src.Watch(ctx, schemas.StoragePrefix(i.kind, i.namespace), opts)
 	if errors.Is(err, statelog.ErrExpired) {
 		relists.WithLabelValues(i.kind.Resource).Inc()
 		i.mu.Lock()

@@ -3,10 +3,12 @@
 // package runtime), reporting their status back through the apiserver. Like every Skiff
 // actor it only reads the state log (informers) and asks the apiserver for changes.
 //
-// Each pod is reconciled level-triggered by key: the desired spec from the informer is
-// compared with what containerd has (runtime.List), and the gap is closed. Everything the
-// agent needs to resume lives in containerd, so a restarted (or brand-new) agent adopts the
-// running containers instead of starting them again.
+// The kubelet actor has a child actor per pod bound to the node (podactor.go), and each pod
+// actor a child per probe of its running containers (probeactor.go). A pod is synced
+// level-triggered by key: the desired spec from the informer is compared with what containerd
+// has (runtime.List), and the gap is closed. Everything the agent needs to resume lives in
+// containerd or in the kubelet's closure, so a restarted actor (or a brand-new agent) adopts
+// the running containers instead of starting them again.
 package kubelet
 
 import (
@@ -14,11 +16,12 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
@@ -28,6 +31,7 @@ import (
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/tracing"
+	"github.com/skiff-sh/skiff/schemas"
 )
 
 // Version is reported as the node's kubelet version.
@@ -41,11 +45,16 @@ type Config struct {
 	Log       *statelog.Log
 	Informers *informer.Factory // the process's shared informers (required)
 	Client    *apiclient.Client
-	NodeName  string            // required
-	Runtime   *kruntime.Runtime // required; the agent never closes it
-	NodeIP    string            // InternalIP and pods' hostIP; default: the first non-loopback IPv4
-	PodCIDR   string            // written into spec.podCIDR
-	Labels    map[string]string // extra node labels
+	// PodsViaAPI: the kubelet keeps its own cache of this node's pods only, listed and watched
+	// through the apiserver (Client over NATS) with fieldSelector spec.nodeName=<node>, which
+	// the apiserver answers from its pods-by-node index; for a node agent in its own process.
+	// false: the shared pod cache of Informers (skiff up, where the scheduler holds it anyway).
+	PodsViaAPI bool
+	NodeName   string            // required
+	Runtime    *kruntime.Runtime // required; the agent never closes it
+	NodeIP     string            // InternalIP and pods' hostIP; default: the first non-loopback IPv4
+	PodCIDR    string            // written into spec.podCIDR
+	Labels     map[string]string // extra node labels
 
 	LeaseDuration      time.Duration // default 40 s
 	RenewInterval      time.Duration // lease renewal, default 10 s
@@ -58,7 +67,7 @@ type Config struct {
 	BackoffMax   time.Duration
 	BackoffReset time.Duration
 
-	Workers int // pods reconciled at once, default 4
+	Workers int // pods synced at once, default 4
 	Logger  *slog.Logger
 }
 
@@ -86,16 +95,24 @@ func (c *Config) defaults() {
 	}
 }
 
+// kubelet is the agent's state that outlives every actor restart: it lives in the producer's
+// closure, shared by the kubelet actor, its pod actors and their probe actors.
 type kubelet struct {
 	cfg      Config
 	rt       *kruntime.Runtime
 	client   *apiclient.Client
 	pods     *informer.Informer
 	nodes    *informer.Informer
-	queue    *controllerkit.Queue
 	recorder *events.Recorder
 	backoff  *backoff
 	probes   *probeManager
+	// retries spaces the syncs of a pod whose last sync failed (5 ms doubling to 1000 s, as the
+	// controllers' work queue does); slots bounds the syncs running at once (Workers).
+	retries workqueue.TypedRateLimiter[string]
+	slots   chan struct{}
+
+	sys  *actorkit.System
+	self atomic.Pointer[actorkit.PID] // the kubelet actor, for messages from goroutines
 
 	links tracing.Links // causes of each pod's next sync, linked from its span
 
@@ -110,45 +127,59 @@ func New(cfg Config) func() actorkit.Actor {
 	cfg.defaults()
 	k := &kubelet{
 		cfg: cfg, rt: cfg.Runtime, client: cfg.Client,
-		pods:     cfg.Informers.For("", "pods"),
+		pods:     podInformer(cfg),
 		nodes:    cfg.Informers.For("", "nodes"),
-		queue:    &controllerkit.Queue{},
 		recorder: events.New(cfg.Client, "kubelet", cfg.NodeName),
 		backoff:  newBackoff(cfg.BackoffBase, cfg.BackoffMax, cfg.BackoffReset),
+		retries:  workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second),
+		slots:    make(chan struct{}, cfg.Workers),
 		keys:     map[types.UID]string{},
 		started:  map[types.UID]bool{},
 	}
 	k.probes = newProbeManager(k)
 	k.pods.AddIndexer(informer.IndexNodeName, informer.PodNodeName)
-	ctl := &controllerkit.Controller{
-		Name:    "kubelet/" + cfg.NodeName,
-		Workers: cfg.Workers,
-		Watches: []controllerkit.Watch{{Informer: k.pods, Handler: informer.Funcs{
-			Add:    func(o runtime.Object) { k.observe(o.(*corev1.Pod)) },
-			Update: func(_, o runtime.Object) { k.observe(o.(*corev1.Pod)) },
-			// A vanished pod is enqueued too: its sandbox must go.
-			Delete: func(o runtime.Object) { k.observe(o.(*corev1.Pod)) },
-		}}},
-		WaitFor:   []*informer.Informer{k.nodes},
-		Queue:     k.queue,
-		Reconcile: k.tracedSync,
-		Resync:    k.enqueueAll,
-		Loops:     []func(context.Context){k.heartbeat, k.housekeeping, k.watchRuntime},
-		Logger:    cfg.Logger,
-	}
-	return ctl.Producer()
+	return func() actorkit.Actor { return &kubeletActor{k: k} }
 }
 
-func (k *kubelet) observe(p *corev1.Pod) {
-	if p.Spec.NodeName != k.cfg.NodeName {
-		return
+// podInformer is the cache of pods the kubelet reads: see Config.PodsViaAPI.
+func podInformer(cfg Config) *informer.Informer {
+	if !cfg.PodsViaAPI {
+		return cfg.Informers.For("", "pods")
 	}
-	key := controllerkit.KeyOf(p)
+	kind, _ := schemas.ByResource("", "v1", "pods")
+	return informer.NewFrom(&informer.APISource{Client: cfg.Client, Kind: kind, FieldSelector: "spec.nodeName=" + cfg.NodeName}, kind, "")
+}
+
+// observe notes a change of one of this node's pods (its UID for runtime events, its write's
+// trace for the next sync) and reports whether it is this node's.
+func (k *kubelet) observe(p *corev1.Pod) bool {
+	if p.Spec.NodeName != k.cfg.NodeName {
+		return false
+	}
 	k.mu.Lock()
-	k.keys[p.UID] = key
+	k.keys[p.UID] = controllerkit.KeyOf(p)
 	k.mu.Unlock()
 	k.noteWrite(p)
-	k.queue.Add(key)
+	return true
+}
+
+// boundHere reports whether the cache holds a pod under key bound to this node.
+func (k *kubelet) boundHere(key string) bool {
+	o, ok := k.pods.Get(controllerkit.SplitKey(key))
+	return ok && o.(*corev1.Pod).Spec.NodeName == k.cfg.NodeName
+}
+
+// enqueue asks for a sync of key (from any goroutine): the kubelet actor hands it to the pod's
+// actor. resync marks a periodic re-check, which does not extend the pod's trace.
+func (k *kubelet) enqueue(key string, resync bool) {
+	if self := k.self.Load(); self != nil {
+		k.sys.Send(self, &syncRequest{key: key, resync: resync})
+	}
+}
+
+// enqueueAfter asks for a sync of key after d (a retry, a crash-loop back-off ending).
+func (k *kubelet) enqueueAfter(key string, d time.Duration) {
+	time.AfterFunc(d, func() { k.enqueue(key, false) })
 }
 
 func (k *kubelet) keyFor(uid types.UID) string {
@@ -170,9 +201,9 @@ func (k *kubelet) ownPods() []*corev1.Pod {
 	return controllerkit.Pods(k.pods.ByIndex(informer.IndexNodeName, k.cfg.NodeName))
 }
 
-func (k *kubelet) enqueueAll() {
+func (k *kubelet) resyncAll() {
 	for _, p := range k.ownPods() {
-		k.observe(p)
+		k.enqueue(controllerkit.KeyOf(p), true)
 	}
 }
 
@@ -188,7 +219,7 @@ func (k *kubelet) watchRuntime(ctx context.Context) {
 				k.recorder.Eventf(ctx, o, corev1.EventTypeWarning, "OOMKilling", "Container %s (attempt %d) was killed: out of memory", ev.Name, ev.Attempt)
 			}
 		}
-		k.queue.Add(key)
+		k.enqueue(key, false)
 	}
 }
 
@@ -200,7 +231,7 @@ func (k *kubelet) housekeeping(ctx context.Context) {
 	defer t.Stop()
 	for {
 		k.removeOrphans(ctx)
-		k.queue.Resync(k.enqueueAll)
+		k.resyncAll()
 		select {
 		case <-ctx.Done():
 			return

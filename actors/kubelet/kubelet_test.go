@@ -525,7 +525,7 @@ func TestAPanicInTheEventHandlerRestartsTheKubelet(t *testing.T) {
 	if sb == nil || len(sb.Containers) != 1 {
 		t.Fatalf("sandbox %+v", sb)
 	}
-	actorkit.InjectPanic(controllerkit.FaultEvent("kubelet/"+nodeName), 1)
+	actorkit.InjectPanic(kubelet.FaultEvent(nodeName), 1)
 	h.create(pod("after"))
 	wait(t, 30*time.Second, func() error {
 		if n := h.cp.Actors.Health().Restarts(h.pid.Id); n != 1 {

@@ -16,13 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 )
 
-// probeManager runs the startup, liveness and readiness probes of every running container
-// that has any, one worker per container attempt (by containerd ID). Workers report result
-// changes by enqueueing their pod; the pod sync reads the results.
+// probeManager holds the probe results of every running container that has probes, one
+// probeWorker per container attempt (by containerd ID). It lives in the kubelet's closure, so
+// results survive the restart of a probe's actor, its pod's actor and the kubelet actor; the
+// probes themselves run in probe actors (probeactor.go), which record their results here and
+// enqueue their pod, whose sync reads them.
 type probeManager struct {
 	k      *kubelet
 	client *http.Client
@@ -32,17 +33,18 @@ type probeManager struct {
 }
 
 type probeWorker struct {
-	uid    types.UID
-	ctx    context.Context
-	cancel context.CancelFunc
+	uid types.UID
 
 	mu         sync.Mutex
 	started    bool // the startup probe passed (or there is none)
 	ready      bool
 	liveFailed bool   // liveness (or startup) failed: the container is to be restarted
 	why        string // the last failure, for the Killing event
-	startedCh  chan struct{}
+	runs       map[string]*probeRuns
 }
+
+// probeRuns are one probe's consecutive successes and failures.
+type probeRuns struct{ successes, failures int }
 
 // probeResult is what the pod sync needs of one container.
 type probeResult struct {
@@ -64,34 +66,42 @@ func hasProbes(c *corev1.Container) bool {
 	return c.StartupProbe != nil || c.LivenessProbe != nil || c.ReadinessProbe != nil
 }
 
-// ensure starts the worker of a running container once; ctx is the agent incarnation's, so
-// a restarted agent starts fresh workers.
-func (m *probeManager) ensure(ctx context.Context, pod *corev1.Pod, c *corev1.Container, ctr kruntime.ContainerStatus, podIP string) {
+// ensure keeps a result record for a running container and returns the probes it wants now:
+// its startup probe until that passed, then its liveness and readiness probes; none once a
+// probe condemned it.
+func (m *probeManager) ensure(pod *corev1.Pod, c *corev1.Container, ctr kruntime.ContainerStatus, podIP string) []probeSpec {
 	if !hasProbes(c) {
-		return
+		return nil
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if w := m.workers[ctr.ID]; w != nil && w.ctx.Err() == nil {
-		return
+	w := m.workers[ctr.ID]
+	if w == nil {
+		w = &probeWorker{uid: pod.UID, started: c.StartupProbe == nil, runs: map[string]*probeRuns{}}
+		m.workers[ctr.ID] = w
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	w := &probeWorker{uid: pod.UID, ctx: wctx, cancel: cancel, started: c.StartupProbe == nil, startedCh: make(chan struct{})}
-	if w.started {
-		close(w.startedCh)
+	m.mu.Unlock()
+	w.mu.Lock()
+	started, condemned := w.started, w.liveFailed
+	w.mu.Unlock()
+	startedAt := ctr.StartedAt
+	if startedAt.IsZero() {
+		startedAt = time.Now()
 	}
-	m.workers[ctr.ID] = w
-	key := controllerkit.KeyOf(pod)
-	pod, c = pod.DeepCopy(), c.DeepCopy()
-	started := ctr.StartedAt
-	if started.IsZero() {
-		started = time.Now()
-	}
-	for kind, p := range map[string]*corev1.Probe{"Startup": c.StartupProbe, "Liveness": c.LivenessProbe, "Readiness": c.ReadinessProbe} {
+	var out []probeSpec
+	add := func(kind string, p *corev1.Probe) {
 		if p != nil {
-			go m.loop(w, kind, p, pod, c, ctr.ID, podIP, key, started)
+			out = append(out, probeSpec{kind: kind, probe: p, pod: pod, c: c, ctrID: ctr.ID, podIP: podIP, started: startedAt, w: w})
 		}
 	}
+	switch {
+	case condemned:
+	case !started:
+		add("Startup", c.StartupProbe)
+	default:
+		add("Liveness", c.LivenessProbe)
+		add("Readiness", c.ReadinessProbe)
+	}
+	return out
 }
 
 // result is the probe state of a container attempt; one without probes is started and ready.
@@ -110,84 +120,66 @@ func (m *probeManager) result(id string, c *corev1.Container) probeResult {
 	return probeResult{Started: w.started, Ready: w.started && (c.ReadinessProbe == nil || w.ready), LiveFailed: w.liveFailed, Why: w.why}
 }
 
-// retain stops the workers of the pod's containers that are not in keep.
+// retain drops the results of the pod's containers that are not in keep.
 func (m *probeManager) retain(uid types.UID, keep map[string]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, w := range m.workers {
 		if w.uid == uid && !keep[id] {
-			w.cancel()
 			delete(m.workers, id)
 		}
 	}
 }
 
-func (m *probeManager) loop(w *probeWorker, kind string, p *corev1.Probe, pod *corev1.Pod, c *corev1.Container, id, podIP, key string, started time.Time) {
-	ctx := w.ctx
-	if kind != "Startup" {
-		select {
-		case <-w.startedCh:
-		case <-ctx.Done():
-			return
-		}
-	}
-	period := secondsOr(p.PeriodSeconds, 10)
+// record applies one probe run to the container's results (thresholds as in Kubernetes) and
+// reports whether a result changed and whether this probe is done (it decided for good).
+func (w *probeWorker) record(kind string, p *corev1.Probe, ok bool) (changed, done bool) {
 	failureThreshold, successThreshold := int(max(p.FailureThreshold, 1)), int(max(p.SuccessThreshold, 1))
 	if kind != "Readiness" {
 		successThreshold = 1
 	}
-	first := time.Until(started.Add(time.Duration(p.InitialDelaySeconds) * time.Second))
-	timer := time.NewTimer(max(first, 0))
-	defer timer.Stop()
-	var successes, failures int
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		}
-		ranAt := time.Now()
-		ok, msg := m.probe(ctx, p, c, podIP, id)
-		if ctx.Err() != nil {
-			return
-		}
-		if ok {
-			successes, failures = successes+1, 0
-		} else {
-			successes, failures = 0, failures+1
-			m.k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %s", kind, msg)
-		}
-		changed, stop := false, false
-		w.mu.Lock()
-		switch kind {
-		case "Startup":
-			if ok {
-				w.started, changed, stop = true, true, true
-				close(w.startedCh)
-			} else if failures >= failureThreshold {
-				w.liveFailed, w.why, changed, stop = true, "failed startup probe", true, true
-			}
-		case "Liveness":
-			if !ok && failures >= failureThreshold {
-				w.liveFailed, w.why, changed, stop = true, "failed liveness probe", true, true
-			}
-		case "Readiness":
-			if ok && successes >= successThreshold && !w.ready {
-				w.ready, changed = true, true
-			} else if !ok && failures >= failureThreshold && w.ready {
-				w.ready, changed = false, true
-			}
-		}
-		w.mu.Unlock()
-		if changed {
-			m.k.traceProbeChange(pod, kind, c.Name, ok, msg, ranAt)
-			m.k.queue.Add(key)
-		}
-		if stop {
-			return
-		}
-		timer.Reset(period)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := w.runs[kind]
+	if r == nil {
+		r = &probeRuns{}
+		w.runs[kind] = r
 	}
+	if ok {
+		r.successes, r.failures = r.successes+1, 0
+	} else {
+		r.successes, r.failures = 0, r.failures+1
+	}
+	switch kind {
+	case "Startup":
+		if ok {
+			w.started, changed = true, true
+		} else if r.failures >= failureThreshold {
+			w.liveFailed, w.why, changed = true, "failed startup probe", true
+		}
+	case "Liveness":
+		if !ok && r.failures >= failureThreshold {
+			w.liveFailed, w.why, changed = true, "failed liveness probe", true
+		}
+	case "Readiness":
+		if ok && r.successes >= successThreshold && !w.ready {
+			w.ready, changed = true, true
+		} else if !ok && r.failures >= failureThreshold && w.ready {
+			w.ready, changed = false, true
+		}
+	}
+	return changed, w.decided(kind)
+}
+
+// decided reports whether a probe of kind has nothing left to find out (w.mu held).
+func (w *probeWorker) decided(kind string) bool {
+	switch kind {
+	case "Startup":
+		return w.started || w.liveFailed
+	case "Liveness":
+		return w.liveFailed
+	}
+	return false
 }
 
 func secondsOr(s int32, def int32) time.Duration {

@@ -23,9 +23,9 @@ import (
 // waitInfo is why a container is not running (shown as its waiting state).
 type waitInfo struct{ reason, message string }
 
-// syncPod closes the gap between one pod key and the runtime: a pod bound here runs, a pod
+// syncKey closes the gap between one pod key and the runtime: a pod bound here runs, a pod
 // being deleted is stopped and finished, anything else under that name is torn down.
-func (k *kubelet) syncPod(ctx context.Context, key string) error {
+func (k *kubelet) syncKey(ctx context.Context, key string) (syncOutcome, error) {
 	ns, name := controllerkit.SplitKey(key)
 	var pod *corev1.Pod
 	if o, ok := k.pods.Get(ns, name); ok && o.(*corev1.Pod).Spec.NodeName == k.cfg.NodeName {
@@ -33,7 +33,7 @@ func (k *kubelet) syncPod(ctx context.Context, key string) error {
 	}
 	all, err := k.rt.List(ctx)
 	if err != nil {
-		return err
+		return syncOutcome{}, err
 	}
 	var cur *kruntime.SandboxStatus
 	for i := range all {
@@ -44,32 +44,35 @@ func (k *kubelet) syncPod(ctx context.Context, key string) error {
 		case sb.PodNamespace == ns && sb.PodName == name:
 			// The same name but not this pod (deleted, recreated, bound elsewhere): a leftover.
 			if err := k.rt.StopSandbox(ctx, sb.PodUID); err != nil {
-				return err
+				return syncOutcome{}, err
 			}
 			k.forgetUID(types.UID(sb.PodUID))
 		}
 	}
 	switch {
 	case pod == nil:
-		return nil
+		return syncOutcome{gone: true}, nil
 	case pod.DeletionTimestamp != nil:
-		return k.terminate(ctx, pod, cur)
+		return syncOutcome{}, k.terminate(ctx, pod, cur)
 	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
 		// Finished and reported: nothing of it needs to keep running.
 		if cur != nil {
 			k.probes.retain(pod.UID, nil)
-			return k.rt.StopSandbox(ctx, string(pod.UID))
+			return syncOutcome{}, k.rt.StopSandbox(ctx, string(pod.UID))
 		}
-		return nil
+		return syncOutcome{}, nil
 	}
-	return k.run(ctx, pod, cur)
+	probes, err := k.run(ctx, pod, cur)
+	return syncOutcome{probes: probes}, err
 }
 
-func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.SandboxStatus) error {
+// run starts what the pod lacks and reports its status; it returns the probes its running
+// containers want.
+func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.SandboxStatus) ([]probeSpec, error) {
 	sb, err := k.rt.RunSandbox(ctx, sandboxConfig(pod))
 	if err != nil {
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
-		return err
+		return nil, err
 	}
 	attempts := byName(cur)
 	waiting := map[string]waitInfo{}
@@ -78,7 +81,7 @@ func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.Sandbo
 		c := &pod.Spec.Containers[i]
 		w, after, err := k.syncContainer(ctx, pod, sb, c, attempts[c.Name])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if w != nil {
 			waiting[c.Name] = *w
@@ -88,25 +91,26 @@ func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.Sandbo
 		}
 	}
 	if cur, err = k.podRuntime(ctx, pod.UID); err != nil {
-		return err
+		return nil, err
 	}
 	attempts = byName(cur)
 	running := map[string]bool{}
+	var probes []probeSpec
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		if l := latest(attempts[c.Name]); l != nil && l.State == kruntime.StateRunning {
 			running[l.ID] = true
-			k.probes.ensure(ctx, pod, c, *l, sb.IP)
+			probes = append(probes, k.probes.ensure(pod, c, *l, sb.IP)...)
 		}
 	}
 	k.probes.retain(pod.UID, running)
 	if err := k.reportStatus(ctx, pod, sb, attempts, waiting); err != nil {
-		return err
+		return nil, err
 	}
 	if retry > 0 {
-		k.queue.AddAfter(controllerkit.KeyOf(pod), retry)
+		k.enqueueAfter(controllerkit.KeyOf(pod), retry)
 	}
-	return nil
+	return probes, nil
 }
 
 // syncContainer starts, restarts or kills one container; it returns why the container waits
@@ -125,7 +129,7 @@ func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, sb *krunti
 		if err := k.rt.KillContainer(ctx, l.ID, terminationGrace(pod)); err != nil {
 			return nil, 0, err
 		}
-		k.queue.Add(controllerkit.KeyOf(pod)) // the restart is the next sync's, under back-off
+		k.enqueue(controllerkit.KeyOf(pod), false) // the restart is the next sync's, under back-off
 		return nil, 0, nil
 	case l.State == kruntime.StateExited:
 		if !wantsRestart(pod.Spec.RestartPolicy, l.ExitCode) {
@@ -184,7 +188,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, sb *kruntime.Sandb
 	switch {
 	case err == nil:
 	case errdefs.IsAlreadyExists(err):
-		k.queue.Add(controllerkit.KeyOf(pod)) // that attempt exists already: look again
+		k.enqueue(controllerkit.KeyOf(pod), false) // that attempt exists already: look again
 		return nil, 0, nil
 	case errdefs.IsNotFound(err) && strings.HasPrefix(err.Error(), "image "):
 		msg := fmt.Sprintf("image %q is not present on the node and there is no registry to pull from", c.Image)

@@ -17,20 +17,29 @@ import (
 // to the first provider installed (tests install their own).
 func tracer() trace.Tracer { return otel.Tracer("skiff/kubelet") }
 
-// tracedSync runs syncPod in the span "kubelet sync pod". Its parent is ctx, the reconcile span
-// controllerkit opened as a child of the trace stored with the pod's latest write (for a new
-// pod: the scheduler's binding, inside the Deployment's trace), so the containerd calls and the
-// status write the sync makes continue that trace. A sync is level-triggered and can fold
-// several writes and probe results into one: those that are not the latest write become links.
-func (k *kubelet) tracedSync(ctx context.Context, key string) error {
+// tracedSync runs syncKey in the span "kubelet sync pod", a child of the trace stored with the
+// pod's latest write (for a new pod: the scheduler's binding, inside the Deployment's trace),
+// so the containerd calls and the status write the sync makes continue that trace. A sync is
+// level-triggered and can fold several writes and probe results into one: those that are not
+// the latest write become links. A sync asked for only by the periodic resync starts a trace
+// of its own linked to the latest write, so a long-lived pod's trace does not grow every period.
+func (k *kubelet) tracedSync(ctx context.Context, key string, resync bool) (syncOutcome, error) {
 	ns, name := controllerkit.SplitKey(key)
-	latest := trace.SpanContextFromContext(k.pods.TraceContext(context.Background(), ns, name))
-	ctx, span := tracer().Start(ctx, "kubelet sync pod", trace.WithLinks(k.links.Take(key, latest)...),
-		trace.WithAttributes(attribute.String("k8s.namespace.name", ns), attribute.String("k8s.pod.name", name),
-			attribute.String("k8s.node.name", k.cfg.NodeName)))
-	err := k.syncPod(ctx, key)
+	parent := k.pods.TraceContext(ctx, ns, name)
+	latest := trace.SpanContextFromContext(parent)
+	links := k.links.Take(key, latest)
+	opts := []trace.SpanStartOption{trace.WithAttributes(attribute.String("k8s.namespace.name", ns),
+		attribute.String("k8s.pod.name", name), attribute.String("k8s.node.name", k.cfg.NodeName))}
+	if resync {
+		opts = append(opts, trace.WithNewRoot(), trace.WithAttributes(attribute.Bool("skiff.resync", true)))
+		if latest.IsValid() {
+			links = append(links, trace.Link{SpanContext: latest})
+		}
+	}
+	ctx, span := tracer().Start(parent, "kubelet sync pod", append(opts, trace.WithLinks(links...))...)
+	out, err := k.syncKey(ctx, key)
 	tracing.End(span, err)
-	return err
+	return out, err
 }
 
 // noteWrite records a pod write's trace as a cause of the pod's next sync.

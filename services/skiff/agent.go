@@ -29,6 +29,7 @@ type nodeFlags struct {
 	required     bool // asked for explicitly: failing to start it is an error
 	otlpEndpoint string
 	name         string
+	podsViaAPI   bool // the kubelet watches its pods through the API (skiff agent), not the shared cache
 	containerd   string
 	podCIDR      string
 	images       string
@@ -76,7 +77,7 @@ func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, informers *inf
 	client := &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: identity.NodeID(n.name).APISubject()}}
 	return agent.Start(ctx, agent.Config{Log: log, Informers: informers, Client: client, NATS: nc, Actors: actors, NodeName: n.name, DataDir: dataDir,
 		ContainerdSocket: n.containerd, PodCIDR: n.podCIDR, ImagesDir: images, CgroupRoot: n.cgroup, Logger: logger,
-		NodeIP: n.nodeIP, Namespace: n.namespace, RenewInterval: n.leaseRenew, RoutePodCIDRs: n.routes})
+		NodeIP: n.nodeIP, Namespace: n.namespace, RenewInterval: n.leaseRenew, RoutePodCIDRs: n.routes, PodsViaAPI: n.podsViaAPI})
 }
 
 func newAgent() *cobra.Command {
@@ -107,6 +108,7 @@ func newAgent() *cobra.Command {
 			if err := node.serveMetrics(ctx, cmd, logger); err != nil {
 				return err
 			}
+			node.podsViaAPI = true // a joined node caches only its own pods, through the API
 			a, err := node.start(ctx, m.Log, m.Informers, m.Conn, m.Actors, dataDir, logger)
 			if err != nil {
 				return err
