@@ -8,6 +8,7 @@
 package statelog
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -23,13 +24,16 @@ var (
 	ErrInvalid  = errBadKey
 )
 
+// DefaultStream is the stream's name unless Config.Stream says otherwise.
+const DefaultStream = "STATE"
+
 // DefaultHistoryBytes is the default bound of a view's event history. Compaction bounds the
 // history by age; this bounds it by size, whatever the write rate.
 const DefaultHistoryBytes = 128 << 20
 
 // Config configures a Log.
 type Config struct {
-	Stream           string        // default "STATE"
+	Stream           string        // default DefaultStream
 	Prefix           string        // subject prefix; default "state" (keys under <prefix>.k.>, meta under <prefix>.m.>)
 	Replicas         int           // default 1 (3 in a NATS cluster)
 	Memory           bool          // memory storage (tests)
@@ -42,11 +46,25 @@ type Config struct {
 	// ReadOnly opens an existing stream without creating or updating it, for readers whose
 	// NATS permissions allow no more; writes then fail with ErrReadOnly.
 	ReadOnly bool
+	// Sync makes acknowledged writes durable when the server does not fsync them itself (an
+	// embedded server: natsserver.StreamSync): a write returns only once Sync has returned
+	// after its ack. nil: a write returns at JetStream's ack, and is as durable as the
+	// server's sync setting or the stream's replicas make it.
+	Sync Syncer
+}
+
+// Syncer puts the stream's acknowledged writes on stable storage.
+type Syncer interface {
+	// Sync returns once every write acknowledged before the call is on stable storage;
+	// concurrent calls share one fsync.
+	Sync(ctx context.Context) error
+	// SyncAll also covers old data the server rewrote (after a purge).
+	SyncAll(ctx context.Context) error
 }
 
 func (c *Config) defaults() {
 	if c.Stream == "" {
-		c.Stream = "STATE"
+		c.Stream = DefaultStream
 	}
 	if c.Prefix == "" {
 		c.Prefix = "state"
