@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,14 +27,16 @@ import (
 type StreamSync struct {
 	store, stream string
 
-	mu      sync.Mutex
-	started uint64        // rounds started
-	done    uint64        // rounds finished
-	running bool          // a round is running
-	wake    chan struct{} // closed when a round finishes
-	errAt   uint64        // the last round that failed, and its error
-	err     error
-	full    bool // the next round syncs everything
+	mu         sync.Mutex
+	started    uint64        // rounds started
+	done       uint64        // rounds finished
+	running    bool          // a round is running
+	wake       chan struct{} // closed when a round finishes
+	errAt      uint64        // the last round that failed, and its error
+	err        error
+	full       bool // the next round syncs everything
+	joined     int  // Syncs waiting for the next round to start
+	lastShared bool // the last round covered more than one
 
 	fmu     sync.Mutex  // held by a round, and by Close
 	closed  bool        // Close was called
@@ -69,10 +72,19 @@ func (y *StreamSync) sync(ctx context.Context, all bool) error {
 	}
 	// A round that starts after this call covers its writes.
 	need := y.started + 1
+	y.joined++
 	for y.done < need {
 		if !y.running {
 			y.running = true
+			if y.lastShared {
+				// The server acknowledges in bursts (an fsync holds its writes back): let the
+				// writers acknowledged with this one join the round, not wait for the next.
+				y.mu.Unlock()
+				runtime.Gosched()
+				y.mu.Lock()
+			}
 			y.started++
+			y.lastShared, y.joined = y.joined > 1, 0
 			round, full := y.started, y.full
 			y.full = false
 			y.mu.Unlock()
