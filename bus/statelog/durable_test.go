@@ -50,3 +50,30 @@ func TestWriteFailsWhenSyncFails(t *testing.T) {
 		t.Fatalf("create with a failing fsync: %v", err)
 	}
 }
+
+// A compaction's purges may rewrite old blocks the server does not sync: Compact ends with a
+// round that syncs all of the stream's files.
+func TestCompactSyncsTheStream(t *testing.T) {
+	e := newEnv(t)
+	y := e.srv.StreamSync(DefaultStream)
+	l := e.open(Config{Sync: y})
+	rev, err := l.Create(ctx(t), "core/pods/ns/a", []byte("1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev, err = l.Update(ctx(t), "core/pods/ns/a", []byte("2"), rev, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := y.Rounds()
+	if err := l.Compact(ctx(t), rev); err != nil {
+		t.Fatal(err)
+	}
+	// The mark's write is one round, the final sync of everything another.
+	if r := y.Rounds(); r < before+2 {
+		t.Fatalf("compaction ran %d fsync rounds, want the mark's and a full one", r-before)
+	}
+	e2, err := l.Get(ctx(t), "core/pods/ns/a", ReadOptions{})
+	if err != nil || string(e2.Value) != "2" {
+		t.Fatalf("after compaction: %q, %v", e2.Value, err)
+	}
+}
