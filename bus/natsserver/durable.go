@@ -46,9 +46,8 @@ type StreamSync struct {
 	topInfo os.FileInfo // which file top is
 }
 
-// StreamSync returns the syncer of stream (any account). Without SyncAlways only: with it
-// the server has synced each write itself.
-// Shutdown closes it.
+// StreamSync returns the syncer of stream (any account), closed by Shutdown. It is for a
+// server without SyncAlways: with it the server has synced each write itself.
 func (s *Server) StreamSync(stream string) *StreamSync {
 	y := &StreamSync{store: s.StoreDir(), stream: stream, wake: make(chan struct{}), full: true}
 	s.mu.Lock()
