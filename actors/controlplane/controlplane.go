@@ -73,6 +73,11 @@ type Config struct {
 	EncryptionKeyFile string
 	// Supervision is how every actor of this process is restarted; zero = actorkit.DefaultPolicy.
 	Supervision actorkit.Policy
+	// NoFsync (embedded server only) acknowledges writes before they are on disk: JetStream
+	// then syncs every 2 minutes, and a power cut loses what it acknowledged since. By
+	// default every write is fsynced before it is acknowledged, concurrent writes sharing
+	// one fsync (natsserver.StreamSync).
+	NoFsync bool
 }
 
 // ControlPlane is a running Skiff control plane.
@@ -114,6 +119,9 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if err := cfg.validateComponents(); err != nil {
 		return nil, err
 	}
+	if cfg.NoFsync && cfg.NATSURL != "" {
+		return nil, errors.New("NoFsync (--fsync=false): only the embedded NATS server is synced by Skiff; an external one syncs by its own setting (skiff nats --sync-always)")
+	}
 	if cfg.LeaseDuration <= 0 {
 		cfg.LeaseDuration = DefaultLeaseDuration
 	}
@@ -140,6 +148,9 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	// Only the apiserver may create (and write) the stream on secured NATS.
 	logCfg := statelog.Config{Replicas: cfg.Replicas, Memory: memory, BookmarkInterval: cfg.Bookmarks,
 		ReadOnly: natsID.Role != identity.APIServer, Transformer: transformer, ConsumerNames: natsID.ConsumerNames()}
+	if cp.NATS != nil && !memory && !cfg.NoFsync && !logCfg.ReadOnly {
+		logCfg.Sync = cp.NATS.StreamSync(statelog.DefaultStream)
+	}
 	if cp.Log, err = openLog(ctx, cp.Conn, logCfg); err != nil {
 		return nil, fmt.Errorf("state log: %w", err)
 	}

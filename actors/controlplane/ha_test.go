@@ -330,6 +330,15 @@ func TestUnknownComponentIsRejected(t *testing.T) {
 	}
 }
 
+// Skiff syncs only the embedded server; turning that off for an external NATS would be
+// ignored, so it is refused.
+func TestNoFsyncWithExternalNATSIsRejected(t *testing.T) {
+	_, err := controlplane.Start(context.Background(), controlplane.Config{NATSURL: "nats://127.0.0.1:1", NoFsync: true})
+	if err == nil || !strings.Contains(err.Error(), "NoFsync") || !strings.Contains(err.Error(), "--sync-always") {
+		t.Fatalf("want an error naming NoFsync and the NATS server's setting, got %v", err)
+	}
+}
+
 // An apiserver on a 3-server NATS cluster (state at R3) keeps serving writes when the NATS
 // server it is connected to dies.
 func TestAPIWritesContinueWhenItsNATSServerDies(t *testing.T) {

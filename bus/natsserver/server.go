@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -32,6 +33,10 @@ type Config struct {
 	Cluster ClusterConfig
 	// Auth secures the server (operator and account JWTs, auth.go); nil = no authentication.
 	Auth *Auth
+	// SyncAlways fsyncs every write before JetStream acknowledges it (nats-server's
+	// sync_always), one write at a time. Without it the server syncs every 2 minutes, and a
+	// power cut loses what it acknowledged since, unless the writer syncs (StreamSync).
+	SyncAlways bool
 }
 
 // Server is a running embedded NATS server.
@@ -39,6 +44,9 @@ type Server struct {
 	ns     *server.Server
 	cfg    Config
 	tmpDir string
+
+	mu    sync.Mutex
+	syncs []*StreamSync // closed on Shutdown
 }
 
 // MaxPayload is the largest message the embedded server accepts; an external cluster needs
@@ -80,6 +88,7 @@ func Start(cfg Config) (*Server, error) {
 		// API replies (a list of thousands of Nodes) outgrow NATS's 1 MiB default.
 		MaxPayload: MaxPayload,
 	}
+	opts.SyncAlways = cfg.SyncAlways
 	if cfg.Port == 0 {
 		opts.Port = -1 // unused without a listener, but 0 would mean the default port
 	}
@@ -147,6 +156,11 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 
 // Shutdown stops the server and waits until it has stopped.
 func (s *Server) Shutdown() {
+	s.mu.Lock()
+	for _, y := range s.syncs {
+		_ = y.Close()
+	}
+	s.mu.Unlock()
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
 	s.cleanup()

@@ -42,6 +42,12 @@ func (l *Log) Compact(ctx context.Context, rev uint64) error {
 			return fmt.Errorf("statelog: purge %s: %w", key, err)
 		}
 	}
+	// A purge may rewrite old blocks, which the server does not sync.
+	if l.cfg.Sync != nil {
+		if err := l.cfg.Sync.SyncAll(ctx); err != nil {
+			return err
+		}
+	}
 	// Callers expect CompactedRev() to reflect the mark on return.
 	return l.WaitForRev(ctx, markSeq)
 }

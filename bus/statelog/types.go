@@ -8,6 +8,7 @@
 package statelog
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -23,13 +24,16 @@ var (
 	ErrInvalid  = errBadKey
 )
 
+// DefaultStream is the stream's name unless Config.Stream says otherwise.
+const DefaultStream = "STATE"
+
 // DefaultHistoryBytes is the default bound of a view's event history. Compaction bounds the
 // history by age; this bounds it by size, whatever the write rate.
 const DefaultHistoryBytes = 128 << 20
 
 // Config configures a Log.
 type Config struct {
-	Stream           string        // default "STATE"
+	Stream           string        // default DefaultStream
 	Prefix           string        // subject prefix; default "state" (keys under <prefix>.k.>, meta under <prefix>.m.>)
 	Replicas         int           // default 1 (3 in a NATS cluster)
 	Memory           bool          // memory storage (tests)
@@ -48,11 +52,25 @@ type Config struct {
 	// ConsumerNames, if set, are the only consumer names the view may use (a reader's NATS
 	// permissions grant no others): it takes the first one free (slots.go).
 	ConsumerNames []string
+	// Sync makes acknowledged writes durable when the server does not fsync them itself (an
+	// embedded server: natsserver.StreamSync): a write returns only once Sync has returned
+	// after its ack. nil: a write returns at JetStream's ack, and is as durable as the
+	// server's sync setting or the stream's replicas make it.
+	Sync Syncer
+}
+
+// Syncer puts the stream's acknowledged writes on stable storage.
+type Syncer interface {
+	// Sync returns once every write acknowledged before the call is on stable storage;
+	// concurrent calls share one fsync.
+	Sync(ctx context.Context) error
+	// SyncAll also covers old data the server rewrote (after a purge).
+	SyncAll(ctx context.Context) error
 }
 
 func (c *Config) defaults() {
 	if c.Stream == "" {
-		c.Stream = "STATE"
+		c.Stream = DefaultStream
 	}
 	if c.Prefix == "" {
 		c.Prefix = "state"

@@ -3,6 +3,7 @@ package statelog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,9 +13,10 @@ import (
 var errWrongLast = errors.New("statelog: wrong last subject sequence")
 
 // publish appends a message on subj (key's, or "" outside the key space) if the subject's
-// last sequence is expect (0: the subject has no message). It returns at JetStream's ack:
-// the write is stored then, and this Log's reads that could see it wait for the view to
-// apply it (ryw.go), so no write waits for its own read-back.
+// last sequence is expect (0: the subject has no message). It returns at JetStream's ack,
+// and once Config.Sync has synced it: the write is durable then, and this Log's reads that
+// could see it wait for the view to apply it (ryw.go), so no write waits for its own
+// read-back.
 func (l *Log) publish(ctx context.Context, key, subj string, data []byte, h Header, del bool, expect uint64) (rev uint64, err error) {
 	if l.closed.Load() {
 		return 0, ErrClosed
@@ -36,7 +38,13 @@ func (l *Log) publish(ctx context.Context, key, subj string, data []byte, h Head
 		}
 		return 0, err
 	}
+	// Recorded before the sync: the stream holds it, so this Log's reads must see it.
 	l.noteAcked(key, ack.Sequence)
+	if l.cfg.Sync != nil {
+		if err := l.cfg.Sync.Sync(ctx); err != nil {
+			return 0, fmt.Errorf("statelog: stored at %d but not synced: %w", ack.Sequence, err)
+		}
+	}
 	return ack.Sequence, nil
 }
 

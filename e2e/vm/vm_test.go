@@ -38,7 +38,9 @@ const leaseRenew = 2 * time.Second
 // podCIDR is node i's pod range; the ranges live only inside the VMs.
 func podCIDR(i int) string { return fmt.Sprintf("10.244.%d.0/24", i) }
 
-func startCluster(t *testing.T, n int) *cluster {
+// vmKernel skips the test unless VM tests were asked for, and fails or skips (needs) when
+// the machine cannot boot VMs; it returns the kernel they boot.
+func vmKernel(t *testing.T) qemuvm.Kernel {
 	t.Helper()
 	if os.Getenv("SKIFF_E2E_VM") != "1" {
 		t.Skip("VM e2e runs only with SKIFF_E2E_VM=1 (go tool task e2e:vm)")
@@ -50,6 +52,12 @@ func startCluster(t *testing.T, n int) *cluster {
 	if err != nil {
 		needs.Skip(t, err)
 	}
+	return k
+}
+
+func startCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	k := vmKernel(t)
 	dir := t.TempDir()
 	t0 := time.Now()
 	initrd := buildNodeImage(t, k, dir)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/scheduler/framework"
 	"github.com/skiff-sh/skiff/services/skiff-bench/apibench"
+	"github.com/skiff-sh/skiff/services/skiff-bench/durabench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/kubeletbench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/lbbench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/schedbench"
@@ -34,6 +35,7 @@ func main() {
 	flag.Parse()
 	suites := []suite{
 		{"statelog", statelogbench.RunBench},
+		{"durable", durabench.Run},
 		{"api", func(w io.Writer) error { return apibench.Run(w, apibench.Options{}) }},
 		{"tracing", func(w io.Writer) error { return apibench.RunTracingOverhead(w, apibench.Options{}) }},
 		{"framework", framework.RunBench},

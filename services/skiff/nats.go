@@ -17,6 +17,7 @@ import (
 type natsFlags struct {
 	name, listen, clusterListen, clusterName, dataDir, authDir string
 	routes                                                     []string
+	syncAlways                                                 bool
 }
 
 func newNATS() *cobra.Command {
@@ -59,6 +60,8 @@ func newNATS() *cobra.Command {
 	f.StringSliceVar(&fl.routes, "routes", nil, "the other servers' route URLs (nats://host:port, comma-separated; listing this server too is fine)")
 	f.StringVar(&fl.clusterName, "cluster-name", "skiff", "cluster name, the same on every server")
 	f.StringVar(&fl.dataDir, "data-dir", defaultDataDir()+"-nats", "JetStream store")
+	f.BoolVar(&fl.syncAlways, "sync-always", true, "fsync every write before acknowledging it (nats-server's sync_always); false: sync every 2 minutes, "+
+		"so a power cut of this server loses what it acknowledged since (at R3 a write is still on a quorum of servers when acknowledged)")
 	f.StringVar(&fl.authDir, "auth-dir", "", "secure the server with the NATS keys here (made on first use; the same keys on every server of the cluster; "+
 		"credentials: skiff nats-creds --keys-dir DIR --role ROLE)")
 	return cmd
@@ -69,7 +72,7 @@ func (fl natsFlags) config() (natsserver.Config, error) {
 	if err != nil {
 		return natsserver.Config{}, err
 	}
-	cfg := natsserver.Config{ServerName: fl.name, Host: host, Port: port, DataDir: fl.dataDir, Log: true}
+	cfg := natsserver.Config{ServerName: fl.name, Host: host, Port: port, DataDir: fl.dataDir, Log: true, SyncAlways: fl.syncAlways}
 	if fl.name == "" {
 		return cfg, fmt.Errorf("--name: required")
 	}

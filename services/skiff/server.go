@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,9 +29,32 @@ func controlPlaneFlags(f *pflag.FlagSet, cfg *controlplane.Config, node *nodeFla
 	f.StringVar(&cfg.EncryptionKeyFile, "encryption-key-file", "", "keys that seal Secrets in the state log, made on first start (default DATA_DIR/"+controlplane.EncryptionKeyFileName+"); required with --nats-url: every apiserver replica is given the same file")
 	f.BoolVar(&cfg.APIAuth.Enabled, "api-auth", false, "serve the API over HTTPS with authentication and RBAC (certificates and tokens.csv under --data-dir)")
 	f.StringSliceVar(&cfg.APIAuth.SANs, "tls-san", nil, "extra host names or IPs of the API's serving certificate")
+	f.Var(negatedBool{&cfg.NoFsync}, "fsync", "embedded NATS: fsync every write before acknowledging it, concurrent writes sharing one fsync; "+
+		"false: JetStream syncs every 2 minutes and a power cut loses what was acknowledged since (an external NATS syncs by its own setting: skiff nats --sync-always)")
+	f.Lookup("fsync").NoOptDefVal = "true"
 	f.Float64Var(&cfg.APIAuth.ClientQPS, "client-qps", 0, "requests per second each authenticated user may make (system:masters exempt; 0 = no limit)")
 	f.IntVar(&cfg.APIAuth.ClientBurst, "client-burst", 0, "burst above --client-qps (default: the QPS rounded up)")
 }
+
+// negatedBool is a bool flag that sets the opposite field (--fsync sets NoFsync).
+type negatedBool struct{ p *bool }
+
+func (n negatedBool) String() string {
+	if n.p == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*n.p)
+}
+
+func (n negatedBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err == nil {
+		*n.p = !v
+	}
+	return err
+}
+
+func (negatedBool) Type() string { return "bool" }
 
 func newServer() *cobra.Command {
 	cfg := controlplane.Config{}

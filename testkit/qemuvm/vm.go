@@ -70,6 +70,10 @@ type Config struct {
 	MemoryMB int    // default 1024
 	CPUs     int    // default 1
 	Log      string // serial console output
+	// Disk is a raw image the VM sees as /dev/vda (virtio), "" for none. Its cache mode is
+	// writeback: what the guest flushed is on the host (qemu syncs it), what it had only in
+	// its own page cache is lost when qemu is killed, as in a power cut.
+	Disk string
 }
 
 // VM is a running qemu process.
@@ -99,6 +103,9 @@ func Start(cfg Config) (*VM, error) {
 		// romfile=: no iPXE option ROM, the kernel is booted directly.
 		"-device", "virtio-net-pci,netdev=n0,romfile=,mac=" + cfg.MAC,
 		"-device", "virtio-rng-pci",
+	}
+	if cfg.Disk != "" {
+		args = append(args, "-drive", "file="+cfg.Disk+",format=raw,if=virtio,cache=writeback")
 	}
 	cmd := exec.Command("qemu-system-x86_64", args...)
 	var out strings.Builder

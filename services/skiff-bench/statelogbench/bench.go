@@ -32,26 +32,21 @@ func RunBench(w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := natsserver.Start(natsserver.Config{DataDir: dir})
+	nats, err := benchutil.StartEmbedded(natsserver.Config{DataDir: dir})
 	if err != nil {
 		return err
 	}
-	defer srv.Shutdown()
-	nc, err := srv.Connect()
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
+	defer nats.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), benchTimeLimit)
 	defer cancel()
-	l, err := statelog.Open(ctx, nc, statelog.Config{WatchBuffer: 1 << 16})
+	l, err := statelog.Open(ctx, nats.Conn, statelog.Config{WatchBuffer: 1 << 16})
 	if err != nil {
 		return err
 	}
 	defer l.Close()
 
 	return benchutil.WriteVsWatch(w, benchutil.Store{
-		Title: "statelog (file store)", Sequential: createsSeq, Concurrent: createsSeq, Workers: createsConc,
+		Title: "statelog (file store, not synced)", Sequential: createsSeq, Concurrent: createsSeq, Workers: createsConc,
 		Creates: func(tag string, workers, total int) (float64, error) {
 			return creates(ctx, l, tag, workers, total)
 		},

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
 )
 
 // Options size the run.
@@ -168,7 +170,7 @@ func (r *run) start(ctx context.Context) error {
 		return err
 	}
 	r.logf("built skiff and kubectl in %v", since(began))
-	if r.natsPort, err = freePort(); err != nil {
+	if r.natsPort, err = benchutil.FreePort(); err != nil {
 		return err
 	}
 	began = time.Now()

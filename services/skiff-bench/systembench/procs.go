@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,18 +12,16 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
 )
 
 // buildBinaries builds skiff and kubectl from the module the bench runs in into dir: the
 // binaries users run, from this tree.
 func buildBinaries(ctx context.Context, dir string) (skiff, kubectl string, err error) {
-	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	root, err := benchutil.ModuleRoot(ctx)
 	if err != nil {
-		return "", "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	if root == "." || root == "" {
-		return "", "", errors.New("not inside the skiff module: run the bench from the repository")
+		return "", "", err
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./services/skiff", "./services/kubectl")
 	cmd.Dir = root
@@ -33,16 +29,6 @@ func buildBinaries(ctx context.Context, dir string) (skiff, kubectl string, err 
 		return "", "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return filepath.Join(dir, "skiff"), filepath.Join(dir, "kubectl"), nil
-}
-
-// freePort is a loopback TCP port nothing listens on right now.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // proc is a child process whose output goes to a log file (shown when it fails).
