@@ -213,6 +213,10 @@ func (v *view) state(key string) (liveRev, tombRev uint64) {
 func (v *view) list(prefix string) ([]Entry, uint64) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	return v.listLocked(prefix), v.rev
+}
+
+func (v *view) listLocked(prefix string) []Entry {
 	var out []Entry
 	v.live.AscendGreaterOrEqual(&item{key: prefix}, func(it *item) bool {
 		if !strings.HasPrefix(it.key, prefix) {
@@ -221,7 +225,7 @@ func (v *view) list(prefix string) ([]Entry, uint64) {
 		out = append(out, it.e)
 		return true
 	})
-	return out, v.rev
+	return out
 }
 
 // compactPlan lists, per key, the sequence below which its subject can be
