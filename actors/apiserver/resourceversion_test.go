@@ -20,7 +20,7 @@ import (
 
 func newClientset(t *testing.T, url string) *kubernetes.Clientset {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: url})
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: url, QPS: -1}) // no client-side throttling
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.K
 		return
 	}
 	defer watcher.Stop()
+	defer unblockWhenDropped(w, watcher)()
 	events := watcher.Events()
 	for {
 		var ev statelog.Event
