@@ -51,15 +51,7 @@ func (s *Server) getWithRev(ctx context.Context, k *schemas.Kind, ns, name strin
 // readWithRev reads an object from the log's view, which holds every write of this server;
 // consistent also waits for every write the stream holds (other replicas').
 func (s *Server) readWithRev(ctx context.Context, k *schemas.Kind, ns, name string, consistent bool) (runtime.Object, uint64, error) {
-	e, err := s.log.Get(ctx, schemas.StorageKey(k, ns, name), statelog.ReadOptions{Consistent: consistent})
-	if errors.Is(err, statelog.ErrNotFound) {
-		return nil, 0, apierrors.NewNotFound(groupResource(k), name)
-	}
-	if err != nil {
-		return nil, 0, apierrors.NewInternalError(err)
-	}
-	obj, err := decodeStored(k, e.Value, e.Rev)
-	return obj, e.Rev, err
+	return s.readAt(ctx, k, ns, name, statelog.ReadOptions{Consistent: consistent})
 }
 
 func (s *Server) decodeBody(k *schemas.Kind, body []byte, wo writeOptions) (runtime.Object, error) {

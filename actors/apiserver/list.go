@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
@@ -59,8 +58,8 @@ func (s *Server) listResponse(k *schemas.Kind, objs []runtime.Object, rev uint64
 }
 
 // listObjects reads the objects of a kind in a namespace (all namespaces for ""), filtered by
-// the request's selectors, and the revision the list reflects. resourceVersion follows
-// Kubernetes: "" is a consistent read, "0" any recent state, N at least revision N.
+// the request's selectors, and the revision the list reflects; resourceVersion and
+// resourceVersionMatch as in Kubernetes (readrv.go).
 func (s *Server) listObjects(ctx context.Context, k *schemas.Kind, info requestInfo) ([]runtime.Object, uint64, error) {
 	sel, err := parseSelectors(info)
 	if err != nil {
@@ -69,16 +68,16 @@ func (s *Server) listObjects(ctx context.Context, k *schemas.Kind, info requestI
 	if err := sel.validateFields(k.New()); err != nil {
 		return nil, 0, err
 	}
-	if objs, rev, ok, err := s.listByNode(ctx, k, info, sel); ok {
-		return objs, rev, err
-	}
-	ro, err := readOptionsFor(info)
+	at, err := listReadAt(info)
 	if err != nil {
 		return nil, 0, err
 	}
-	entries, rev, err := s.log.List(ctx, schemas.StoragePrefix(k, info.namespace), ro)
+	if objs, rev, ok, err := s.listByNode(ctx, k, info, sel, at); ok {
+		return objs, rev, err
+	}
+	entries, rev, err := s.listEntries(ctx, schemas.StoragePrefix(k, info.namespace), at)
 	if err != nil {
-		return nil, 0, apierrors.NewInternalError(err)
+		return nil, 0, err
 	}
 	objs := make([]runtime.Object, 0, len(entries))
 	for _, e := range entries {
@@ -91,19 +90,4 @@ func (s *Server) listObjects(ctx context.Context, k *schemas.Kind, info requestI
 		}
 	}
 	return objs, rev, nil
-}
-
-func readOptionsFor(info requestInfo) (statelog.ReadOptions, error) {
-	rv := info.query.Get("resourceVersion")
-	switch rv {
-	case "":
-		return statelog.ReadOptions{Consistent: true}, nil
-	case "0":
-		return statelog.ReadOptions{}, nil
-	}
-	n, err := parseRV(rv)
-	if err != nil {
-		return statelog.ReadOptions{}, err
-	}
-	return statelog.ReadOptions{MinRev: n}, nil
 }

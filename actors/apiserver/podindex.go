@@ -150,23 +150,24 @@ func nodeOfSelector(sel selector) (string, bool) {
 
 // listByNode answers a pod list with a spec.nodeName selector from the index; ok=false means
 // the caller lists the usual way.
-func (s *Server) listByNode(ctx context.Context, k *schemas.Kind, info requestInfo, sel selector) ([]runtime.Object, uint64, bool, error) {
+func (s *Server) listByNode(ctx context.Context, k *schemas.Kind, info requestInfo, sel selector, at listAt) ([]runtime.Object, uint64, bool, error) {
 	node, ok := nodeOfSelector(sel)
-	if !ok || s.pods == nil || k.Resource != "pods" || k.GVK.Group != "" {
+	if !ok || s.pods == nil || k.Resource != "pods" || k.GVK.Group != "" || at.exact > 0 {
 		return nil, 0, false, nil
 	}
-	ro, err := readOptionsFor(info)
-	if err != nil {
-		return nil, 0, true, err
-	}
+	fctx, cancel := freshContext(ctx, at.opts.MinRev)
+	defer cancel()
 	// The revision the list must reflect: the stream's last for a consistent read.
-	min, err := s.log.Barrier(ctx, ro)
+	min, err := s.log.Barrier(fctx, at.opts)
 	if err != nil {
-		return nil, 0, true, apierrors.NewInternalError(err)
+		return nil, 0, true, s.readError(ctx, err, at.opts.MinRev)
 	}
-	entries, rev, ok, err := s.pods.list(ctx, node, min)
-	if !ok || err != nil {
-		return nil, 0, ok, err
+	entries, rev, ok, err := s.pods.list(fctx, node, min)
+	if err != nil {
+		return nil, 0, true, s.readError(ctx, err, at.opts.MinRev)
+	}
+	if !ok {
+		return nil, 0, false, nil
 	}
 	objs := make([]runtime.Object, 0, len(entries))
 	for _, e := range entries {

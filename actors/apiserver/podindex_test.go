@@ -40,7 +40,11 @@ func TestPodListByNodeIsServedFromTheIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		kind, _ := schemas.ByResource("", "v1", "pods")
-		objs, _, fromIndex, err := s.listByNode(context.Background(), kind, info, sel)
+		at, err := listReadAt(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, _, fromIndex, err := s.listByNode(context.Background(), kind, info, sel, at)
 		if err != nil || !fromIndex {
 			t.Fatalf("listByNode: from index %v, %v", fromIndex, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,9 @@ func writeError(w http.ResponseWriter, err error) {
 	st := toStatus(err)
 	body, _ := json.Marshal(st)
 	w.Header().Set("Content-Type", "application/json")
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
+	}
 	w.WriteHeader(int(st.Code))
 	_, _ = w.Write(body)
 	_, _ = w.Write([]byte("\n"))

@@ -197,7 +197,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 			obj, err = s.getScale(ctx, k, info.namespace, info.name)
 			break
 		}
-		obj, err = s.get(ctx, k, info.namespace, info.name)
+		obj, err = s.getObject(ctx, k, info)
 		if err == nil && wantsTable(r) {
 			obj = schemas.Table(k, []runtime.Object{obj}, s.now())
 		}

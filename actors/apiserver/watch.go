@@ -47,7 +47,13 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.K
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), watchTimeout(info))
 	defer cancel()
-	watcher, err := s.log.Watch(ctx, schemas.StoragePrefix(k, info.namespace), opts)
+	var watcher *statelog.Watcher
+	// A snapshot at a revision the view has not reached waits for it at most freshWait, then
+	// the stream ends with "Too large resource version", as kube-apiserver's watch cache does;
+	// a watch for the changes after a future revision just waits for them.
+	if err = s.waitFresh(ctx, initialRev(info, explicitInitial)); err == nil {
+		watcher, err = s.log.Watch(ctx, schemas.StoragePrefix(k, info.namespace), opts)
+	}
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, private")
@@ -58,6 +64,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.K
 		return
 	}
 	defer watcher.Stop()
+	defer unblockWhenDropped(w, watcher)()
 	events := watcher.Events()
 	for {
 		var ev statelog.Event
@@ -97,19 +104,21 @@ func watchSelector(k *schemas.Kind, info requestInfo) (selector, error) {
 
 func watchOptionsFor(info requestInfo) (statelog.WatchOptions, bool, error) {
 	opts := statelog.WatchOptions{Bookmarks: info.query.Get("allowWatchBookmarks") == "true"}
-	sendInitial := info.query.Get("sendInitialEvents") == "true"
-	rv, err := parseRV(info.query.Get("resourceVersion"))
+	lo, err := listOptions(info, true)
 	if err != nil {
 		return opts, false, err
 	}
+	rv, _ := parseRV(lo.ResourceVersion)
+	sendInitial := lo.SendInitialEvents != nil && *lo.SendInitialEvents
 	switch {
 	case sendInitial:
-		opts.SendInitial = true
-		opts.Bookmarks = true // the initial-events-end bookmark is the WatchList contract
-	case rv == 0:
+		opts.SendInitial = true // at the current revision, once it is at least rv (initialRev)
+		opts.Bookmarks = true   // the initial-events-end bookmark is the WatchList contract
+	case lo.SendInitialEvents == nil && rv == 0:
 		// Kubernetes: an unset or "0" resourceVersion starts with synthetic ADDED events.
 		opts.SendInitial = true
 	default:
+		// sendInitialEvents=false: changes after rv, or after now for rv "" or "0".
 		opts.FromRev = rv
 	}
 	return opts, sendInitial, nil
@@ -223,9 +232,13 @@ func (e *eventWriter) flush() {
 // informers relist. oldest is the lowest revision a watch could have started from.
 func (e *eventWriter) writeError(err error, from, oldest uint64) {
 	var st *metav1.Status
-	if errors.Is(err, statelog.ErrExpired) {
+	var apiStatus apierrors.APIStatus
+	switch {
+	case errors.As(err, &apiStatus):
+		st = toStatus(err)
+	case errors.Is(err, statelog.ErrExpired):
 		st = toStatus(apierrors.NewResourceExpired("too old resource version: " + formatRev(from) + " (" + formatRev(oldest) + ")"))
-	} else {
+	default:
 		st = toStatus(apierrors.NewInternalError(err))
 	}
 	data, _ := json.Marshal(st)

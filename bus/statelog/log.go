@@ -41,6 +41,7 @@ type Log struct {
 	lastErr error
 	// applyMu orders the two ways messages reach the view: the consumer and catchUp.
 	applyMu sync.Mutex
+	budget  timeBudget // how long full watchers may still hold up applying (dispatch.go)
 }
 
 // Open creates the stream if needed (unless cfg.ReadOnly), replays it into the view and returns
@@ -143,8 +144,11 @@ func (l *Log) apply(seq uint64, subj string, h nats.Header, data []byte, at time
 		key, err := subjectKey(l.keyBase, subj)
 		if err == nil {
 			del := h.Get(hdrOp) == opDelete
-			l.view.applyKey(seq, key, del, l.fromStorage(key, data, del), fromNATSHeader(h), at)
+			ev, blocked := l.view.applyKey(seq, key, del, l.fromStorage(key, data, del), fromNATSHeader(h), at)
 			l.settle(key, seq)
+			if len(blocked) > 0 {
+				l.deliverBlocked(ev, blocked)
+			}
 			return
 		}
 	}

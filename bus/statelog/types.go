@@ -38,7 +38,7 @@ type Config struct {
 	Replicas         int           // default 1 (3 in a NATS cluster)
 	Memory           bool          // memory storage (tests)
 	BookmarkInterval time.Duration // default 30s
-	WatchBuffer      int           // per-watcher buffer, default 1024; overflow closes the watcher with ErrTooSlow
+	WatchBuffer      int           // per-watcher buffer (events), default 1024; full beyond a short wait, the watch ends with ErrTooSlow
 	// HistoryBytes bounds the view's event history (the watch cache) besides compaction;
 	// default DefaultHistoryBytes. A watch from a revision older than what is kept gets
 	// ErrExpired, and its client relists, as with compaction.

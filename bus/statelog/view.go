@@ -107,12 +107,13 @@ func (v *view) advance(seq uint64) {
 	v.changed = make(chan struct{})
 }
 
-// applyKey applies one key message at stream sequence seq.
-func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header, at time.Time) {
+// applyKey applies one key message at stream sequence seq. It returns the event and the
+// watchers that could not take it at once (fanout).
+func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header, at time.Time) (*Event, []*Watcher) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if seq <= v.rev {
-		return // redelivery after a consumer reset
+		return nil, nil // redelivery after a consumer reset
 	}
 	prev, had := v.live.Get(&item{key: key})
 	var ev Event
@@ -120,7 +121,7 @@ func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header
 		if !had {
 			v.tombs[key] = seq
 			v.advance(seq)
-			return
+			return nil, nil
 		}
 		v.live.Delete(prev)
 		v.tombs[key] = seq
@@ -135,7 +136,7 @@ func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header
 	}
 	v.appendHistory(ev)
 	v.advance(seq)
-	v.fanout(ev)
+	return v.fanout(ev)
 }
 
 // applyOther advances the revision for a message outside the key space.
@@ -162,29 +163,37 @@ func (v *view) applyOther(seq uint64, compactTo uint64) {
 	v.advance(seq)
 }
 
-func (v *view) fanout(ev Event) {
+// fanout hands ev to every watcher of its key without blocking and returns the watchers
+// whose buffer was full, for deliverBlocked. One copy of ev is shared by all of them.
+func (v *view) fanout(ev Event) (*Event, []*Watcher) {
+	var shared *Event
+	var blocked []*Watcher
 	for w := range v.watchers {
 		if ev.Rev <= w.start || !strings.HasPrefix(ev.Key, w.prefix) {
 			continue
 		}
+		if shared == nil {
+			shared = &ev
+		}
 		select {
-		case w.in <- ev:
+		case w.in <- shared:
 		default:
-			delete(v.watchers, w)
-			w.finish(ErrTooSlow)
+			w.blocked.Store(true)
+			blocked = append(blocked, w)
 		}
 	}
+	return shared, blocked
 }
 
 func (v *view) bookmark() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for w := range v.watchers {
-		if !w.bookmarks || v.rev < w.start {
+		if !w.bookmarks || v.rev < w.start || w.blocked.Load() {
 			continue
 		}
 		select {
-		case w.in <- Event{Type: EventBookmark, Rev: v.rev}:
+		case w.in <- &Event{Type: EventBookmark, Rev: v.rev}:
 		default: // a full buffer already carries fresher news than a bookmark
 		}
 	}
@@ -213,6 +222,10 @@ func (v *view) state(key string) (liveRev, tombRev uint64) {
 func (v *view) list(prefix string) ([]Entry, uint64) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
+	return v.listLocked(prefix), v.rev
+}
+
+func (v *view) listLocked(prefix string) []Entry {
 	var out []Entry
 	v.live.AscendGreaterOrEqual(&item{key: prefix}, func(it *item) bool {
 		if !strings.HasPrefix(it.key, prefix) {
@@ -221,7 +234,7 @@ func (v *view) list(prefix string) ([]Entry, uint64) {
 		out = append(out, it.e)
 		return true
 	})
-	return out, v.rev
+	return out
 }
 
 // compactPlan lists, per key, the sequence below which its subject can be

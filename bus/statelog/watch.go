@@ -5,20 +5,24 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Watcher streams events for one key prefix. The view pushes live events
-// into in without blocking (overflow ends the watch with ErrTooSlow); a
-// goroutine per watcher first sends the initial events, then forwards in.
+// into in, a buffer of Config.WatchBuffer events; when it stays full beyond a short
+// bounded wait (dispatch.go) the watch ends with ErrTooSlow. A goroutine per watcher
+// first sends the initial events, then forwards in.
 type Watcher struct {
 	prefix    string
 	start     uint64 // live events with Rev <= start are covered by initial
 	bookmarks bool
-	initial   []Event
-	in        chan Event
+	snapshot  []*item     // SendInitial: the live items at start (immutable, shared with the view)
+	initial   []Event     // after snapshot: its closing bookmark, or the history since FromRev
+	in        chan *Event // shared with the event's other watchers: read only
 	out       chan Event
 	done      chan struct{}
 	v         *view
+	blocked   atomic.Bool // the view waits to hand this watcher an event (deliverBlocked)
 
 	once sync.Once
 	mu   sync.Mutex
@@ -27,6 +31,9 @@ type Watcher struct {
 
 // Events is closed when the watch ends; Err then tells why.
 func (w *Watcher) Events() <-chan Event { return w.out }
+
+// Done is closed as soon as the watch ends, before the events already handed over are read.
+func (w *Watcher) Done() <-chan struct{} { return w.done }
 
 // Err is nil after Stop or context cancellation, ErrTooSlow after an
 // overflow, ErrClosed when the Log closed.
@@ -66,6 +73,13 @@ func (w *Watcher) run(ctx context.Context) {
 		}
 		return false
 	}
+	for i, it := range w.snapshot {
+		w.snapshot[i] = nil // what was sent is not kept alive by this watcher
+		if !send(Event{Type: EventPut, Key: it.key, Rev: it.e.Rev, Value: it.e.Value, Header: it.e.Header}) {
+			return
+		}
+	}
+	w.snapshot = nil
 	for _, ev := range w.initial {
 		if !send(ev) {
 			return
@@ -75,8 +89,8 @@ func (w *Watcher) run(ctx context.Context) {
 	for {
 		select {
 		case ev := <-w.in:
-			observeLag(ev)
-			if !send(ev) {
+			observeLag(*ev)
+			if !send(*ev) {
 				return
 			}
 		case <-w.done:
@@ -106,7 +120,7 @@ func (l *Log) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watche
 	w := &Watcher{
 		prefix:    prefix,
 		bookmarks: o.Bookmarks,
-		in:        make(chan Event, l.cfg.WatchBuffer),
+		in:        make(chan *Event, l.cfg.WatchBuffer),
 		out:       make(chan Event),
 		done:      make(chan struct{}),
 		v:         v,
@@ -123,10 +137,12 @@ func (l *Log) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watche
 			if !strings.HasPrefix(it.key, prefix) {
 				return false
 			}
-			w.initial = append(w.initial, Event{Type: EventPut, Key: it.key, Rev: it.e.Rev, Value: it.e.Value, Header: it.e.Header})
+			// A pointer per key, not a copy of its event: a watcher that never reads holds
+			// 8 bytes per object, as kube-apiserver's watch cache intervals do.
+			w.snapshot = append(w.snapshot, it)
 			return true
 		})
-		w.initial = append(w.initial, Event{Type: EventBookmark, Rev: v.rev, InitialEnd: true})
+		w.initial = []Event{{Type: EventBookmark, Rev: v.rev, InitialEnd: true}}
 	case o.FromRev > 0:
 		w.start = max(o.FromRev, v.rev)
 		i := sort.Search(len(v.history), func(i int) bool { return v.history[i].Rev > o.FromRev })
