@@ -1,0 +1,22 @@
+package controlplane
+
+import (
+	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/internal/diskspace"
+)
+
+// guardDisk watches the disk of the embedded JetStream store (nil without one: in memory, or
+// an external NATS, whose operator sets its max_file_store): growing writes are refused with
+// 507 before the disk is full, deletes still fit, and writes resume once space returns.
+func (cp *ControlPlane) guardDisk() (statelog.Space, error) {
+	if cp.cfg.DataDir == "" || cp.cfg.NATSURL != "" {
+		return nil, nil
+	}
+	g, err := diskspace.New(diskspace.Config{Dir: cp.cfg.DataDir, MinFree: cp.cfg.DiskMinFree, Reserve: cp.cfg.DiskReserve})
+	if err != nil {
+		return nil, err
+	}
+	cp.wg.Add(1)
+	go func() { defer cp.wg.Done(); g.Run(cp.bg) }()
+	return g, nil
+}
