@@ -219,7 +219,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	cfg := cp.cfg
 	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn,
-		Health: cp.Actors.Health().Check, Ready: cp.Log.Writable})
+		Health: cp.Actors.Health().Check, Ready: cp.writable})
 	if err != nil {
 		return err
 	}

@@ -276,3 +276,44 @@ func TestDiskFullRefusesGrowingWritesAndRecovers(t *testing.T) {
 		t.Fatalf("%d acknowledged writes lost, %d deleted objects back", lost, deletedBack)
 	}
 }
+
+// What the guard prevents, with the guard set to let everything through: the first ENOSPC
+// inside JetStream's file store is a write error it keeps until a restart, and /readyz names
+// it rather than staying ok.
+func TestStoreWriteErrorTurnsReadyzRed(t *testing.T) {
+	disk := mountTmpfs(t, 48)
+	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) {
+		c.DataDir, c.DiskMinFree, c.DiskReserve = filepath.Join(disk, "skiff"), 1, 1
+	})
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: cp.URL(), QPS: -1})
+	// Another process leaves 3 MiB: JetStream's own limit (75% of the disk free at its start)
+	// is far off, so its writes meet ENOSPC.
+	f, err := os.Create(filepath.Join(disk, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, int64(freeBytes(t, disk)-3<<20)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	big := strings.Repeat("x", 256<<10)
+	for i := 0; err == nil; i++ {
+		// JetStream does not answer a publish its store failed: the write waits out its context.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("big-%d", i)}, Data: map[string]string{"v": big}}
+		_, err = cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+		cancel()
+		if i > 1000 {
+			t.Fatal("no write failed on a 48 MiB disk")
+		}
+	}
+	t.Logf("first failed write: %v", err)
+	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		code, body := healthCode(t, cp.URL()+"/readyz")
+		if code != http.StatusInternalServerError || !strings.Contains(body, "no space left on device") {
+			return fmt.Errorf("/readyz after JetStream met ENOSPC: %d %q, want 500 naming the write error", code, body)
+		}
+		t.Logf("/readyz: %s", strings.TrimSpace(body))
+		return nil
+	})
+}

@@ -1,6 +1,8 @@
 package controlplane
 
 import (
+	"fmt"
+
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/diskspace"
 )
@@ -19,4 +21,20 @@ func (cp *ControlPlane) guardDisk() (statelog.Space, error) {
 	cp.wg.Add(1)
 	go func() { defer cp.wg.Done(); g.Run(cp.bg) }()
 	return g, nil
+}
+
+// writable is the apiserver's readiness: the state log takes growing writes, and the embedded
+// JetStream reports no store failure (a write error its file store keeps until a restart, as
+// after an ENOSPC that reached it).
+func (cp *ControlPlane) writable() error {
+	if err := cp.Log.Writable(); err != nil {
+		return err
+	}
+	if cp.NATS == nil {
+		return nil
+	}
+	if h := cp.NATS.NATS().Healthz(nil); h.Error != "" {
+		return fmt.Errorf("state log not writable: %s", h.Error)
+	}
+	return nil
 }
