@@ -3,6 +3,7 @@ package apiserver
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +23,7 @@ func writeFailed(err error) error {
 			Status:  metav1.StatusFailure,
 			Code:    http.StatusInsufficientStorage,
 			Reason:  ReasonInsufficientStorage,
-			Message: "insufficient storage: " + err.Error(),
+			Message: "insufficient storage: " + strings.TrimPrefix(err.Error(), statelog.ErrInsufficientStorage.Error()+": "),
 		}}
 	}
 	return apierrors.NewInternalError(err)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/apiserver"
 	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/diskspace"
 	"github.com/skiff-sh/skiff/testkit/needs"
 	"github.com/skiff-sh/skiff/testkit/testutil"
@@ -316,4 +317,33 @@ func TestStoreWriteErrorTurnsReadyzRed(t *testing.T) {
 		t.Logf("/readyz: %s", strings.TrimSpace(body))
 		return nil
 	})
+}
+
+// The state log filling the disk by itself (here new versions of one key, kept until
+// compaction): the guard's floor stops growing writes before JetStream's own default limit
+// (75% of the disk free at its start) would, which refuses deletes too.
+func TestSelfFilledDiskStillDeletes(t *testing.T) {
+	disk := mountTmpfs(t, 64)
+	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) {
+		c.DataDir, c.DiskMinFree, c.DiskReserve = filepath.Join(disk, "skiff"), 8<<20, 4<<20
+	})
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: cp.URL(), QPS: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "victim"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	value := make([]byte, 1<<20)
+	rev, err := cp.Log.Create(ctx, "test/fill", value, nil)
+	versions := 1
+	for ; err == nil; versions++ {
+		rev, err = cp.Log.Update(ctx, "test/fill", value, rev, nil)
+	}
+	if !errors.Is(err, statelog.ErrInsufficientStorage) || !strings.Contains(err.Error(), "kept for deletes") {
+		t.Fatalf("after %d versions of 1 MiB: %v, want the guard's refusal", versions, err)
+	}
+	t.Logf("%d versions of 1 MiB written, then refused: %v", versions, err)
+	if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, "victim", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete on the disk the log filled: %v", err)
+	}
 }

@@ -23,6 +23,17 @@ func (cp *ControlPlane) guardDisk() (statelog.Space, error) {
 	return g, nil
 }
 
+// storeLimit is the embedded JetStream's storage limit: the whole disk, so that the guard's
+// floor, below which deletes still go through, stops growth first, not JetStream's default
+// limit (75% of the disk free at its start), which refuses deletes as well.
+func storeLimit(dir string) (int64, error) {
+	n, err := diskspace.Size(dir)
+	if err != nil {
+		return 0, fmt.Errorf("data dir: %w", err)
+	}
+	return int64(n), nil
+}
+
 // writable is the apiserver's readiness: the state log takes growing writes, and the embedded
 // JetStream reports no store failure (a write error its file store keeps until a restart, as
 // after an ENOSPC that reached it).

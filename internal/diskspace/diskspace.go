@@ -78,19 +78,31 @@ func New(cfg Config) (*Guard, error) {
 	return g, nil
 }
 
-// Grow is asked before a write that adds data: nil when there is room for it, else an error
-// wrapping ErrInsufficientStorage that says how much is free.
+// Grow is asked before a write that adds data: nil when there is room for it, else a
+// *FullError that says how much is free.
 func (g *Guard) Grow() error {
 	free, err := g.adjust(false)
 	if err != nil {
 		return err
 	}
 	if free < g.cfg.MinFree {
-		return fmt.Errorf("%w: %s has %s free, below the %s kept for deletes and compaction; delete objects or free space on the disk",
-			ErrInsufficientStorage, g.cfg.Dir, mib(free), mib(g.cfg.MinFree))
+		return &FullError{Dir: g.cfg.Dir, Free: free, MinFree: g.cfg.MinFree}
 	}
 	return nil
 }
+
+// FullError is Grow's refusal; it is ErrInsufficientStorage.
+type FullError struct {
+	Dir           string
+	Free, MinFree uint64
+}
+
+func (e *FullError) Error() string {
+	return fmt.Sprintf("%s has %s free, below the %s kept for deletes and compaction; delete objects or free space on the disk",
+		e.Dir, mib(e.Free), mib(e.MinFree))
+}
+
+func (e *FullError) Is(target error) bool { return target == ErrInsufficientStorage }
 
 // Shrink is asked before a write on the way to freeing space (a delete, a compaction): it
 // never refuses, but hands back the reserve first if the disk is nearly full.
@@ -186,4 +198,13 @@ func Free(dir string) (uint64, error) {
 	return st.Bavail * uint64(st.Bsize), nil
 }
 
-func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+// Size is the size of dir's filesystem.
+func Size(dir string) (uint64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return st.Blocks * uint64(st.Bsize), nil
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
