@@ -8,4 +8,7 @@
 // Service traffic across nodes and the fault scenarios, each logging its measured recovery
 // time: a killed node agent, a partitioned node, a killed scheduler leader, a killed NATS
 // server (acknowledged writes counted against those found), and a restart of everything.
+//
+// The up_* test runs the real `skiff up` process (control plane and node agent in one) in a
+// cgroup subtree of its own, and restarts it under a Service load from a client in that subtree.
 package e2e

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-sh/skiff/actors/agent"
+	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/deploy/images/examples"
 	"github.com/skiff-sh/skiff/schemas"
@@ -74,8 +75,13 @@ func (n *node) apply(t *testing.T, manifest string) {
 }
 
 func (n *node) pods(t *testing.T, selector string) []*corev1.Pod {
+	return podsOf(t, n.cp.Client, selector)
+}
+
+// podsOf lists the pods of default that match selector.
+func podsOf(t *testing.T, cl *apiclient.Client, selector string) []*corev1.Pod {
 	k, _ := schemas.ByResource("", "v1", "pods")
-	objs, _, err := n.cp.Client.List(context.Background(), k, "default", map[string][]string{"labelSelector": {selector}})
+	objs, _, err := cl.List(context.Background(), k, "default", map[string][]string{"labelSelector": {selector}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +103,15 @@ func ready(p *corev1.Pod) bool {
 
 func (n *node) waitReady(t *testing.T, selector string, want int) []*corev1.Pod {
 	t.Helper()
+	return waitReadyPods(t, n.cp.Client, selector, want)
+}
+
+// waitReadyPods waits until want pods match selector, each Ready with an IP.
+func waitReadyPods(t *testing.T, cl *apiclient.Client, selector string, want int) []*corev1.Pod {
+	t.Helper()
 	var pods []*corev1.Pod
 	testutil.Eventually(t, 90*time.Second, 100*time.Millisecond, func() error {
-		pods = n.pods(t, selector)
+		pods = podsOf(t, cl, selector)
 		count := 0
 		for _, p := range pods {
 			if ready(p) && p.Status.PodIP != "" {

@@ -182,7 +182,7 @@ func (s *Server) finishCreate(ctx context.Context, k *schemas.Kind, obj runtime.
 		if errors.Is(err, statelog.ErrExists) {
 			return nil, apierrors.NewAlreadyExists(groupResource(k), m.GetName())
 		}
-		return nil, apierrors.NewInternalError(err)
+		return nil, writeFailed(err)
 	}
 	nameSpan(ctx, m.GetName())
 	m.SetResourceVersion(formatRev(rev))
@@ -320,6 +320,10 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 			return nil, casDecided, err
 		}
 		nm := mustMeta(next)
+		wctx := ctx
+		if mustMeta(cur).GetDeletionTimestamp() != nil {
+			wctx = statelog.Freeing(ctx) // on its way out: must fit on a disk too full for growing writes
+		}
 		// The last finalizer gone from an object being deleted: the delete completes now.
 		if nm.GetDeletionTimestamp() != nil && len(nm.GetFinalizers()) == 0 {
 			obj, err := s.deleteNow(ctx, k, cur, curRev, wo)
@@ -339,7 +343,7 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 		if err != nil {
 			return nil, casDecided, apierrors.NewInternalError(err)
 		}
-		rev, err := s.log.Update(ctx, key, data, curRev, traceHeader(ctx))
+		rev, err := s.log.Update(wctx, key, data, curRev, traceHeader(ctx))
 		if errors.Is(err, statelog.ErrConflict) || errors.Is(err, statelog.ErrNotFound) {
 			if pinned {
 				return nil, casDecided, conflict(k, name)
@@ -347,7 +351,7 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 			return nil, casLostRace, nil
 		}
 		if err != nil {
-			return nil, casDecided, apierrors.NewInternalError(err)
+			return nil, casDecided, writeFailed(err)
 		}
 		nm.SetResourceVersion(formatRev(rev))
 		return next, casWritten, nil

@@ -66,6 +66,7 @@ func (s *Server) deleteWith(ctx context.Context, k *schemas.Kind, ns, name strin
 	if len(opts.DryRun) > 0 && opts.DryRun[0] == "All" {
 		wo.dryRun = true
 	}
+	ctx = statelog.Freeing(ctx) // its writes must fit on a disk too full for growing ones
 	for attempt := 0; ; attempt++ {
 		cur, curRev, err := s.getWithRev(ctx, k, ns, name)
 		if err != nil {
@@ -108,7 +109,7 @@ func (s *Server) deleteWith(ctx context.Context, k *schemas.Kind, ns, name strin
 			continue
 		}
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return nil, writeFailed(err)
 		}
 		nm.SetResourceVersion(formatRev(rev))
 		return next, nil
@@ -193,7 +194,7 @@ func (s *Server) deleteNow(ctx context.Context, k *schemas.Kind, cur runtime.Obj
 		return nil, apierrors.NewNotFound(groupResource(k), m.GetName())
 	}
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return nil, writeFailed(err)
 	}
 	s.releaseFor(ctx, k, cur)
 	m.SetResourceVersion(formatRev(rev))

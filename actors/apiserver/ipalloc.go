@@ -9,7 +9,6 @@ import (
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -86,7 +85,7 @@ func (s *Server) allocateFor(ctx context.Context, k *schemas.Kind, obj runtime.O
 		if err := s.ips.reserve(ctx, ip, owner); errors.Is(err, statelog.ErrExists) {
 			return nil, invalid(k, svc.Name, field.ErrorList{field.Invalid(path, svc.Spec.ClusterIP, "provided IP is already allocated")})
 		} else if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return nil, writeFailed(err)
 		}
 	} else {
 		if dryRun {
@@ -94,7 +93,7 @@ func (s *Server) allocateFor(ctx context.Context, k *schemas.Kind, obj runtime.O
 		}
 		ip, err := s.ips.allocate(ctx, owner)
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return nil, writeFailed(err)
 		}
 		svc.Spec.ClusterIP = ip.String()
 	}

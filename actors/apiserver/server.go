@@ -58,6 +58,9 @@ type Options struct {
 	// Health reports what keeps this process from doing its job (an actor stopped for good);
 	// a non-nil error turns /livez and /readyz red. nil = always healthy.
 	Health func() error
+	// Ready reports what keeps this server from accepting writes (the state log's disk full);
+	// a non-nil error turns /readyz red, not /livez: a restart would not help. nil = ready.
+	Ready func() error
 }
 
 // Server is the API server's request handling; the actor in actor.go owns its lifecycle.
@@ -99,7 +102,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("/version", s.serveVersion)
 	s.mux.HandleFunc("/healthz", serveOK)
 	s.mux.HandleFunc("/livez", s.serveHealth)
-	s.mux.HandleFunc("/readyz", s.serveHealth)
+	s.mux.HandleFunc("/readyz", s.serveReady)
 	s.mux.HandleFunc("/openapi/v3", s.serveOpenAPIRoot)
 	s.mux.HandleFunc("/openapi/v3/", s.serveOpenAPIGroupVersion)
 	s.mux.HandleFunc("/api/", s.serveResource)
@@ -127,6 +130,17 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	serveOK(w, r)
+}
+
+// serveReady answers /readyz: /livez's checks, then whether the state log takes writes.
+func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(); err != nil {
+			http.Error(w, "[-]statelog-writable failed: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	s.serveHealth(w, r)
 }
 
 // EnsureDefaultNamespaces creates the namespaces every cluster starts with.

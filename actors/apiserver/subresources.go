@@ -63,7 +63,7 @@ func (s *Server) bind(ctx context.Context, k *schemas.Kind, ns, name string, bod
 			if errors.Is(err, statelog.ErrConflict) {
 				return nil, casDecided, conflict(k, name)
 			}
-			return nil, casDecided, apierrors.NewInternalError(err)
+			return nil, casDecided, writeFailed(err)
 		}
 		return bound, casWritten, nil
 	})

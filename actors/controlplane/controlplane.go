@@ -78,6 +78,10 @@ type Config struct {
 	// default every write is fsynced before it is acknowledged, concurrent writes sharing
 	// one fsync (natsserver.StreamSync).
 	NoFsync bool
+	// DiskMinFree and DiskReserve tune the guard of the embedded store's disk (diskspace.go):
+	// growing writes are refused below DiskMinFree free, and DiskReserve is held back for
+	// deletes; 0 = diskspace's defaults.
+	DiskMinFree, DiskReserve uint64
 }
 
 // ControlPlane is a running Skiff control plane.
@@ -151,6 +155,9 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if cp.NATS != nil && !memory && !cfg.NoFsync && !logCfg.ReadOnly {
 		logCfg.Sync = cp.NATS.StreamSync(statelog.DefaultStream)
 	}
+	if logCfg.Space, err = cp.guardDisk(); err != nil {
+		return nil, fmt.Errorf("disk guard: %w", err)
+	}
 	if cp.Log, err = openLog(ctx, cp.Conn, logCfg); err != nil {
 		return nil, fmt.Errorf("state log: %w", err)
 	}
@@ -211,7 +218,8 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 // startAPIServer serves the API over NATS (a queue group shared by every replica) and HTTP.
 func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	cfg := cp.cfg
-	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn, Health: cp.Actors.Health().Check})
+	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn,
+		Health: cp.Actors.Health().Check, Ready: cp.writable})
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,9 @@ func (cp *ControlPlane) connect() (identity.ID, error) {
 			}
 			cp.dataLock = lock
 			nc.DataDir = filepath.Join(cfg.DataDir, "nats")
+			if nc.MaxFileStore, err = storeLimit(cfg.DataDir); err != nil {
+				return id, err
+			}
 		}
 		cp.natsSec = &natsSecurity{clients: map[identity.Role]*apiclient.Client{}}
 		if cfg.NATSAuthDir != "" {

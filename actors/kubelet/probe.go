@@ -77,6 +77,7 @@ func (m *probeManager) ensure(pod *corev1.Pod, c *corev1.Container, ctr kruntime
 	w := m.workers[ctr.ID]
 	if w == nil {
 		w = &probeWorker{uid: pod.UID, started: c.StartupProbe == nil, runs: map[string]*probeRuns{}}
+		w.adopt(pod, ctr.ID)
 		m.workers[ctr.ID] = w
 	}
 	m.mu.Unlock()

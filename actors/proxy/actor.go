@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
@@ -60,8 +59,6 @@ func (a *proxyActor) start(actx actorkit.Context) {
 	a.q = workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second))
 	p.mu.Lock()
 	p.queue = a.q
-	// Rebuilt from the informers' replay below: changes while no incarnation listened are lost.
-	p.bySvc = map[string]map[string]*discoveryv1.EndpointSlice{}
 	p.mu.Unlock()
 	sys, self := actorkit.SystemOf(actx), actx.Self()
 	for inf, h := range p.handlers {

@@ -67,11 +67,10 @@ type Proxy struct {
 	handlers map[*informer.Informer]informer.Handler
 
 	mu     sync.Mutex
-	bySvc  map[string]map[string]*discoveryv1.EndpointSlice // service key -> slice key -> slice
-	owned  map[string][]lb.ServiceKey                       // service key -> programmed ports
-	owner  map[lb.ServiceKey]string                         // programmed port -> service key
-	queue  workqueue.TypedRateLimitingInterface[string]     // current incarnation's
-	dp     *lb.Dataplane                                    // current incarnation's, nil between
+	owned  map[string][]lb.ServiceKey                   // service key -> programmed ports
+	owner  map[lb.ServiceKey]string                     // programmed port -> service key
+	queue  workqueue.TypedRateLimitingInterface[string] // current incarnation's
+	dp     *lb.Dataplane                                // current incarnation's, nil between
 	synced bool
 	stats  Stats
 	links  tracing.Links // the writes that woke each Service, for its sync's span
@@ -89,10 +88,18 @@ func New(cfg Config) *Proxy {
 		cfg:    cfg,
 		svcs:   cfg.Informers.For("", "services"),
 		slices: cfg.Informers.For("discovery.k8s.io", "endpointslices"),
-		bySvc:  map[string]map[string]*discoveryv1.EndpointSlice{},
 		owned:  map[string][]lb.ServiceKey{},
 		owner:  map[lb.ServiceKey]string{},
 	}
+	// The Service -> slices index lives in the informer, updated with its cache: complete as
+	// soon as the cache has synced. (An index the proxy built from the events in its mailbox
+	// lagged behind it after a restart, and the first resync shrank the maps.)
+	p.slices.AddIndexer(IndexService, func(o runtime.Object) []string {
+		if k := serviceOf(o.(*discoveryv1.EndpointSlice)); k != "" {
+			return []string{k}
+		}
+		return nil
+	})
 	svcChanged := func(o runtime.Object) {
 		key := keyOf(o.(*corev1.Service).Namespace, o.(*corev1.Service).Name)
 		p.noteService(key)
@@ -132,35 +139,21 @@ func serviceOf(es *discoveryv1.EndpointSlice) string {
 	return keyOf(es.Namespace, name)
 }
 
-// sliceChanged keeps the Service -> slices index and enqueues the Services
-// involved (both, if a slice was relabelled).
+// sliceChanged enqueues the Services involved (both, if a slice was relabelled).
 func (p *Proxy) sliceChanged(old, cur *discoveryv1.EndpointSlice) {
-	var keys []string
-	p.mu.Lock()
+	var was string
 	if old != nil {
-		if k := serviceOf(old); k != "" {
-			delete(p.bySvc[k], keyOf(old.Namespace, old.Name))
-			if len(p.bySvc[k]) == 0 {
-				delete(p.bySvc, k)
-			}
-			keys = append(keys, k)
+		if was = serviceOf(old); was != "" {
+			p.enqueue(was)
 		}
 	}
 	if cur != nil {
 		if k := serviceOf(cur); k != "" {
-			if p.bySvc[k] == nil {
-				p.bySvc[k] = map[string]*discoveryv1.EndpointSlice{}
-			}
-			p.bySvc[k][keyOf(cur.Namespace, cur.Name)] = cur
 			p.noteSlice(k, cur.Namespace, cur.Name)
-			if len(keys) == 0 || keys[0] != k {
-				keys = append(keys, k)
+			if k != was {
+				p.enqueue(k)
 			}
 		}
-	}
-	p.mu.Unlock()
-	for _, k := range keys {
-		p.enqueue(k)
 	}
 }
 
@@ -174,15 +167,16 @@ func (p *Proxy) enqueue(key string) {
 	}
 }
 
+// IndexService files EndpointSlices under the namespace/name of their Service.
+const IndexService = "endpointslice-service"
+
 // desired computes one Service's entries from the caches.
 func (p *Proxy) desired(svc *corev1.Service) map[lb.ServiceKey]lb.ServiceSpec {
-	p.mu.Lock()
-	idx := p.bySvc[keyOf(svc.Namespace, svc.Name)]
-	eps := make([]*discoveryv1.EndpointSlice, 0, len(idx))
-	for _, es := range idx {
-		eps = append(eps, es)
+	objs := p.slices.ByIndex(IndexService, keyOf(svc.Namespace, svc.Name))
+	eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		eps = append(eps, o.(*discoveryv1.EndpointSlice))
 	}
-	p.mu.Unlock()
 	return Desired(svc, eps, p.cfg.NodeName)
 }
 

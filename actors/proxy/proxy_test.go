@@ -19,6 +19,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bpf/lb"
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/testkit/cgrouptest"
@@ -34,6 +35,8 @@ type env struct {
 	cgroup string
 	client *clientProc
 	n      int
+	// informers the next proxy reads; nil = the control plane's (synced long ago)
+	informers *informer.Factory
 }
 
 func newEnv(t *testing.T) *env {
@@ -68,8 +71,12 @@ func (e *env) stop(r *running) {
 func (e *env) startProxy(cleanup bool) *running {
 	e.t.Helper()
 	e.n++
+	informers := e.informers
+	if informers == nil {
+		informers = e.cp.Informers
+	}
 	p := New(Config{
-		Log: e.cp.Log, Informers: e.cp.Informers, NodeName: "node-a", Cgroups: []string{e.cgroup}, PinDir: e.pin, Cleanup: cleanup,
+		Log: e.cp.Log, Informers: informers, NodeName: "node-a", Cgroups: []string{e.cgroup}, PinDir: e.pin, Cleanup: cleanup,
 		Netns: func() []string { return []string{e.client.Netns} },
 		Maps:  lb.Options{MaxServices: 4096, MaxBackends: 16384, AffinityEntries: 4096, SocketEntries: 4096},
 	})
@@ -168,6 +175,27 @@ func (e *env) updateSlice(cur *discoveryv1.EndpointSlice, eps endpoints) *discov
 		e.t.Fatalf("update slice %s: %v", cur.Name, err)
 	}
 	return out.(*discoveryv1.EndpointSlice)
+}
+
+// waitProgrammed polls the kernel maps until ports Service ports have backends each.
+func waitProgrammed(t *testing.T, p *Proxy, ports, backends int) {
+	t.Helper()
+	testutil.Eventually(t, 60*time.Second, 10*time.Millisecond, func() error {
+		ds, err := p.Dump()
+		if err != nil {
+			return err
+		}
+		done := 0
+		for _, d := range ds {
+			if len(d.Backends) == backends {
+				done++
+			}
+		}
+		if done != ports {
+			return fmt.Errorf("%d of %d Service ports programmed with %d backends", done, ports, backends)
+		}
+		return nil
+	})
 }
 
 // waitBackends polls the kernel maps until key serves exactly want.
@@ -321,22 +349,7 @@ func TestOneChangeAmongThousandServicesTouchesOnlyIt(t *testing.T) {
 		sls[i] = e.createSlice(name, endpoints{fmt.Sprintf("127.0.1.%d", i%250+1): true})
 	}
 	created := time.Since(start)
-	testutil.Eventually(t, 60*time.Second, 10*time.Millisecond, func() error {
-		ds, err := r.p.Dump()
-		if err != nil {
-			return err
-		}
-		ready := 0
-		for _, d := range ds {
-			if len(d.Backends) == 1 {
-				ready++
-			}
-		}
-		if ready != 2*n {
-			return fmt.Errorf("%d of %d service ports programmed", ready, 2*n)
-		}
-		return nil
-	})
+	waitProgrammed(t, r.p, 2*n, 1)
 	t.Logf("%d services + slices created through the API in %v; all %d ports programmed %v after the first create", n, created, 2*n, time.Since(start))
 
 	before := r.p.Stats()

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/informer"
 )
 
 // A client connecting every few milliseconds over TCP and UDP sees no
@@ -83,5 +85,33 @@ func waitSyncs(t *testing.T, p *Proxy, n int) {
 			t.Fatalf("proxy did not resync %d times: %+v", n, p.Stats())
 		}
 		time.Sleep(2 * time.Millisecond) // polling with a deadline
+	}
+}
+
+// A brand-new proxy whose informers start syncing only now (a restarted process) leaves the
+// pinned maps as they are: its first resync waits for its caches, Service -> slices index
+// included, so it neither shrinks nor rewrites a Service's backends.
+func TestNewProcessProxyKeepsMapsUntilSynced(t *testing.T) {
+	e := newEnv(t)
+	r := e.startProxy(false)
+	const services = 100
+	for i := range services {
+		name := fmt.Sprintf("svc-%d", i)
+		e.service(name, false)
+		e.createSlice(name, endpoints{"127.0.0.2": true, "127.0.0.3": true})
+	}
+	waitProgrammed(t, r.p, 2*services, 2)
+	e.stop(r)
+
+	// A process restart: new informers over the same log, syncing while the proxy starts.
+	e.informers = informer.NewFactory(e.cp.Log)
+	pid, err := e.cp.Actors.Spawn("informers-2", e.informers.Actor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.cp.Actors.Stop(pid) })
+	r2 := e.startProxy(false)
+	if st := r2.p.Stats(); st != (Stats{Syncs: 1}) {
+		t.Fatalf("a new proxy on syncing informers changed the pinned maps: %+v", st)
 	}
 }

@@ -37,6 +37,9 @@ type Config struct {
 	// sync_always), one write at a time. Without it the server syncs every 2 minutes, and a
 	// power cut loses what it acknowledged since, unless the writer syncs (StreamSync).
 	SyncAlways bool
+	// MaxFileStore bounds JetStream's file storage; 0 = nats-server's default, 75% of the disk
+	// free at start, a limit that refuses every write, deletes too, once reached.
+	MaxFileStore int64
 }
 
 // Server is a running embedded NATS server.
@@ -86,7 +89,8 @@ func Start(cfg Config) (*Server, error) {
 		NoLog:      !cfg.Log,
 		DontListen: cfg.Port == 0,
 		// API replies (a list of thousands of Nodes) outgrow NATS's 1 MiB default.
-		MaxPayload: MaxPayload,
+		MaxPayload:        MaxPayload,
+		JetStreamMaxStore: cfg.MaxFileStore,
 	}
 	opts.SyncAlways = cfg.SyncAlways
 	if cfg.Port == 0 {

@@ -29,7 +29,8 @@ func (l *Log) Compact(ctx context.Context, rev uint64) error {
 		return fmt.Errorf("statelog: compact to %d beyond applied revision %d", rev, cur)
 	}
 	plan := l.view.compactPlan(rev)
-	markSeq, err := l.writeMark(ctx, rev)
+	// Compaction frees space: its mark must fit on a disk too full for growing writes.
+	markSeq, err := l.writeMark(Freeing(ctx), rev)
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,8 @@ type Config struct {
 	// after its ack. nil: a write returns at JetStream's ack, and is as durable as the
 	// server's sync setting or the stream's replicas make it.
 	Sync Syncer
+	// Space guards the store's disk (space.go); nil = no check.
+	Space Space
 }
 
 // Syncer puts the stream's acknowledged writes on stable storage.

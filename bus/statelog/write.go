@@ -22,6 +22,9 @@ func (l *Log) publish(ctx context.Context, key, subj string, data []byte, h Head
 		return 0, ErrClosed
 	}
 	defer func(start time.Time) { observeWrite(del, start, err) }(time.Now())
+	if err := l.roomFor(ctx, del); err != nil {
+		return 0, err
+	}
 	if data, err = l.toStorage(key, data); err != nil {
 		return 0, err
 	}
@@ -35,6 +38,9 @@ func (l *Log) publish(ctx context.Context, key, subj string, data []byte, h Head
 		if errors.As(err, &ae) && (ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 			ae.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 			return 0, errWrongLast
+		}
+		if storageLimit(err) {
+			return 0, fmt.Errorf("%w: %w", ErrInsufficientStorage, err)
 		}
 		return 0, err
 	}

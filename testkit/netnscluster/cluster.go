@@ -4,26 +4,19 @@
 // so its own containerd) and its own cgroup2 subtree. The control plane runs in the test
 // process with its NATS server listening on the bridge's host address.
 //
-// cgroup layout: runc places a container at the absolute cgroupsPath the runtime gives it,
-// /<containerd namespace>/pod<hash>/<id>, in every hierarchy (on a hybrid v1 host also in the
-// unified one). Each node gets its own containerd namespace, so /<namespace> in the cgroup2
-// hierarchy is the node's subtree: the agent is started in /<namespace>/agent (containerd and
-// the shims inherit it), the pods land in /<namespace>/pod*, and the node's Service hooks are
-// attached at /<namespace> (--cgroup-root).
+// Each node gets its own containerd namespace and so its own cgroup subtree /<namespace>
+// (cgrouptest's subtree.go says why and how it is laid out).
 package netnscluster
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +27,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/bus/natsserver"
 	"github.com/skiff-sh/skiff/deploy/images/examples"
+	"github.com/skiff-sh/skiff/testkit/cgrouptest"
 	"github.com/skiff-sh/skiff/testkit/hostbridge"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
@@ -85,7 +79,7 @@ func supported() string {
 	if _, err := os.Stat("/opt/cni/bin/bridge"); err != nil {
 		return "CNI plugins not installed (bash .ci/deps/node.sh installs them)"
 	}
-	if cgroup2Mount() == "" {
+	if cgrouptest.HostHierarchy() == "" {
 		return "no cgroup2 hierarchy mounted"
 	}
 	return ""
@@ -111,7 +105,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	if o.NATSServers <= 0 {
 		o.NATSServers = 1
 	}
-	c := &Cluster{t: t, opts: o, ID: randHex(2), cgroup2: cgroup2Mount()}
+	c := &Cluster{t: t, opts: o, ID: randHex(2), cgroup2: cgrouptest.HostHierarchy()}
 	c.Bridge = "skb" + c.ID
 	c.skiff = testutil.BuildBinary(t, "./services/skiff")
 	// Short paths: containerd's socket path must fit in a unix socket address.
@@ -264,72 +258,3 @@ func randBytes(n int) []byte {
 }
 
 func randHex(n int) string { return hex.EncodeToString(randBytes(n)) }
-
-// cgroup2Mount is the host's cgroup2 hierarchy (the unified one of a hybrid host), or "".
-func cgroup2Mount() string {
-	b, err := os.ReadFile("/proc/self/mounts")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 3 && f[2] == "cgroup2" {
-			return f[1]
-		}
-	}
-	return ""
-}
-
-// mountsUnder lists the mount points below dir, deepest first.
-func mountsUnder(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			out = append(out, f[4])
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(out)))
-	return out
-}
-
-// cgroupProcs lists every process in a cgroup2 subtree.
-func cgroupProcs(dir string) []int {
-	var pids []int
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
-			return nil
-		}
-		b, _ := os.ReadFile(p)
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-		return nil
-	})
-	return pids
-}
-
-// rmdirTree removes a cgroup directory bottom-up (cgroupfs allows only rmdir of empty groups).
-func rmdirTree(dir string) error {
-	var dirs []string
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
-	var errs []error
-	for _, d := range dirs {
-		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}

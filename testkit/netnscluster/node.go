@@ -2,7 +2,6 @@ package netnscluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/proxy"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/cgrouptest"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
@@ -124,7 +124,7 @@ func (n *Node) Kill() {
 	if n.cmd == nil {
 		return
 	}
-	for _, pid := range cgroupProcs(filepath.Join(n.Cgroup, "agent")) {
+	for _, pid := range cgrouptest.Procs(filepath.Join(n.Cgroup, "agent")) {
 		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "containerd" {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -244,56 +244,7 @@ func (n *Node) destroy() {
 		<-n.done
 		n.cmd = nil
 	}
-	n.killAll()
-	for _, m := range mountsUnder(n.DataDir) {
-		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
-			t.Logf("unmount %s: %v", m, err)
-		}
-	}
-	_ = os.RemoveAll(proxy.DefaultPinDir(n.Name))
-	n.removeCgroups()
+	cgrouptest.Teardown(t, n.c.cgroup2, n.Namespace, n.DataDir, proxy.DefaultPinDir(n.Name))
 	_ = run("ip", "netns", "delete", n.Netns)
 	_ = run("ip", "link", "delete", n.hostVeth)
-}
-
-// killAll kills every process of the node's cgroup2 subtree and waits until it is empty.
-func (n *Node) killAll() {
-	if _, err := os.Stat(n.Cgroup); err != nil {
-		return
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for len(cgroupProcs(n.Cgroup)) > 0 && time.Now().Before(deadline) {
-		if err := os.WriteFile(filepath.Join(n.Cgroup, "cgroup.kill"), []byte("1"), 0); err != nil {
-			for _, pid := range cgroupProcs(n.Cgroup) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
-		time.Sleep(50 * time.Millisecond) // the kernel reaps asynchronously; nothing to wait on
-	}
-}
-
-// removeCgroups removes the node's cgroups in every hierarchy (its subtree in the cgroup2 one,
-// /<namespace> in each v1 controller). A cgroup whose last task just died stays busy for a
-// moment, so removal is retried for a few seconds.
-func (n *Node) removeCgroups() {
-	roots := []string{n.c.cgroup2}
-	if v1, err := os.ReadDir("/sys/fs/cgroup"); err == nil && n.c.cgroup2 != "/sys/fs/cgroup" {
-		for _, e := range v1 {
-			if p := filepath.Join("/sys/fs/cgroup", e.Name()); e.IsDir() && p != n.c.cgroup2 {
-				roots = append(roots, p)
-			}
-		}
-	}
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		n.killAll()
-		var errs []error
-		for _, r := range roots {
-			errs = append(errs, rmdirTree(filepath.Join(r, n.Namespace)))
-		}
-		if err = errors.Join(errs...); err == nil {
-			return
-		}
-	}
-	n.c.t.Errorf("remove cgroups of %s: %v", n.Name, err)
 }
