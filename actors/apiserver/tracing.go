@@ -32,6 +32,9 @@ func (s *statusRecorder) Flush() {
 	}
 }
 
+// Unwrap lets http.ResponseController reach the connection (the body read deadline).
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 // Hijack lets exec's WebSocket upgrade take the connection over.
 func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	h, ok := s.ResponseWriter.(http.Hijacker)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/skiff-sh/skiff/actors/apiserver"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 )
 
@@ -28,8 +29,10 @@ func controlPlaneFlags(f *pflag.FlagSet, cfg *controlplane.Config, node *nodeFla
 	f.StringVar(&cfg.EncryptionKeyFile, "encryption-key-file", "", "keys that seal Secrets in the state log, made on first start (default DATA_DIR/"+controlplane.EncryptionKeyFileName+"); required with --nats-url: every apiserver replica is given the same file")
 	f.BoolVar(&cfg.APIAuth.Enabled, "api-auth", false, "serve the API over HTTPS with authentication and RBAC (certificates and tokens.csv under --data-dir)")
 	f.StringSliceVar(&cfg.APIAuth.SANs, "tls-san", nil, "extra host names or IPs of the API's serving certificate")
-	f.Float64Var(&cfg.APIAuth.ClientQPS, "client-qps", 0, "requests per second each authenticated user may make (system:masters exempt; 0 = no limit)")
-	f.IntVar(&cfg.APIAuth.ClientBurst, "client-burst", 0, "burst above --client-qps (default: the QPS rounded up)")
+	f.Float64Var(&cfg.APIAuth.ClientQPS, "client-qps", apiserver.DefaultClientQPS, "requests per second each user may make (system:masters, the scheduler, the controller-manager and node heartbeats exempt; negative = no limit)")
+	f.IntVar(&cfg.APIAuth.ClientBurst, "client-burst", 0, "burst above --client-qps (default: twice the QPS)")
+	f.IntVar(&cfg.APIAuth.ClientInflight, "client-inflight", apiserver.DefaultClientInflight, "requests each user may have in flight, watches and streams not counted (negative = no limit)")
+	f.DurationVar(&cfg.APITimeouts.BodyRead, "body-read-timeout", apiserver.DefaultBodyReadTimeout, "a request body must arrive within this, else 408 and the connection is closed")
 }
 
 func newServer() *cobra.Command {
