@@ -155,16 +155,32 @@ func Path(k *schemas.Kind, namespace, name, sub string) string {
 	return b.String()
 }
 
-// Raw performs one request and returns the body of a 2xx answer, or the API error.
+// maxThrottledRetries is how often a request refused with 429 is sent again (client-go's).
+const maxThrottledRetries = 10
+
+// Raw performs one request and returns the body of a 2xx answer, or the API error. A 429 (the
+// caller's budget is spent; nothing was done) is retried after the wait it names, as client-go
+// does.
 func (c *Client) Raw(ctx context.Context, method, path, contentType string, body []byte) ([]byte, error) {
-	resp, err := c.T.Do(ctx, apiwire.Request{Method: method, Path: path, ContentType: contentType, Body: body})
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		resp, err := c.T.Do(ctx, apiwire.Request{Method: method, Path: path, ContentType: contentType, Body: body})
+		if err != nil {
+			return nil, err
+		}
+		if resp.Code >= 200 && resp.Code <= 299 {
+			return resp.Body, nil
+		}
+		err = decodeError(resp.Code, resp.Body)
+		wait, throttled := apierrors.SuggestsClientDelay(err)
+		if resp.Code != http.StatusTooManyRequests || !throttled || attempt == maxThrottledRetries {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Duration(wait) * time.Second):
+		}
 	}
-	if resp.Code < 200 || resp.Code > 299 {
-		return nil, decodeError(resp.Code, resp.Body)
-	}
-	return resp.Body, nil
 }
 
 func decodeError(code int, body []byte) error {

@@ -75,7 +75,7 @@ func (a *apiActor) start() error {
 		if a.cfg.TLS != nil {
 			ln = tls.NewListener(ln, a.cfg.TLS)
 		}
-		a.http = &http.Server{Handler: a.cfg.Server.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		a.http = a.cfg.Server.httpServer()
 		srv := a.http
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {

@@ -3,9 +3,12 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -18,6 +21,31 @@ import (
 
 	"github.com/skiff-sh/skiff/schemas"
 )
+
+// Bounds on the work of one patch, as kube-apiserver sets them.
+const (
+	// maxJSONPatchOperations is kube-apiserver's limit on the operations of one JSON patch.
+	maxJSONPatchOperations = 10000
+	// patchTimeout bounds applying a patch (kube-apiserver's PATCH handler: 34 s at most).
+	patchTimeout = 34 * time.Second
+	// jsonPatchChunk is how many JSON patch operations run between checks of the deadline,
+	// the client's presence and the document's size.
+	jsonPatchChunk = 1000
+)
+
+// limitJSONPatchCopies caps the bytes the `copy` operations of one JSON patch may add. The
+// library's limit is process-wide, so, as kube-apiserver does, the smallest limit set wins.
+func limitJSONPatchCopies(limit int64) {
+	for {
+		cur := atomic.LoadInt64(&jsonpatch.AccumulatedCopySizeLimit)
+		if cur > 0 && cur <= limit {
+			return
+		}
+		if atomic.CompareAndSwapInt64(&jsonpatch.AccumulatedCopySizeLimit, cur, limit) {
+			return
+		}
+	}
+}
 
 // patch applies a JSON, merge, strategic-merge or apply patch to the stored object and writes
 // the result through the same update path as PUT.
@@ -36,7 +64,15 @@ func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, cont
 	if sub == "scale" {
 		return s.patchScale(ctx, k, ns, name, pt, body, wo)
 	}
+	// A patch that failed on a revision fails the same way on it again: the retry on a
+	// consistent read (onLatest) does not repeat the work when the revision has not moved.
+	var failedRV string
+	var failed error
 	return s.guaranteedUpdate(ctx, k, ns, name, sub, "patch", wo, func(cur runtime.Object) (runtime.Object, error) {
+		rv := mustMeta(cur).GetResourceVersion()
+		if failed != nil && rv == failedRV {
+			return nil, failed
+		}
 		// The stored revision is left out, so only a resourceVersion the patch itself sets
 		// pins the write (and turns a lost race into 409 instead of a retry).
 		mustMeta(cur).SetResourceVersion("")
@@ -44,9 +80,10 @@ func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, cont
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		out, err := applyPatch(pt, curJSON, body, k.New())
+		out, err := s.applyPatch(ctx, pt, curJSON, body, k.New())
 		if err != nil {
-			return nil, apierrors.NewBadRequest("the patch could not be applied: " + err.Error())
+			failedRV, failed = rv, err
+			return nil, err
 		}
 		return s.decodeBody(k, out, wo)
 	})
@@ -63,27 +100,97 @@ func (s *Server) patchScale(ctx context.Context, k *schemas.Kind, ns, name strin
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	out, err := applyPatch(pt, curJSON, body, &autoscalingv1.Scale{})
+	out, err := s.applyPatch(ctx, pt, curJSON, body, &autoscalingv1.Scale{})
 	if err != nil {
-		return nil, apierrors.NewBadRequest("the patch could not be applied: " + err.Error())
+		return nil, err
 	}
 	return s.updateScale(ctx, k, ns, name, out, wo)
 }
 
-// applyPatch applies a patch of type pt; dataStruct tells strategic merge the Go type.
-func applyPatch(pt types.PatchType, cur, patch []byte, dataStruct runtime.Object) ([]byte, error) {
+// applyPatch applies a patch of type pt; dataStruct tells strategic merge the Go type. The work
+// is bounded: at most maxJSONPatchOperations operations, copies and the result no larger than
+// a request body, patchTimeout, and it stops once the client has gone (ctx).
+func (s *Server) applyPatch(ctx context.Context, pt types.PatchType, cur, patch []byte, dataStruct runtime.Object) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, patchTimeout)
+	defer cancel()
+	var out []byte
+	var err error
 	switch pt {
 	case types.JSONPatchType:
-		p, err := jsonpatch.DecodePatch(patch)
-		if err != nil {
+		out, err = applyJSONPatch(ctx, cur, patch, s.opts.MaxBodyBytes)
+	case types.MergePatchType:
+		out, err = jsonpatch.MergePatch(cur, patch)
+	default:
+		if err = checkStrategicMergeCost(cur, patch); err == nil {
+			out, err = strategicpatch.StrategicMergePatch(cur, patch, dataStruct)
+		}
+	}
+	if err == nil {
+		err = patchBounds(ctx, out, s.opts.MaxBodyBytes)
+	}
+	return out, patchError(err)
+}
+
+// applyJSONPatch applies an RFC 6902 patch a chunk of operations at a time, so that a patch
+// over its time, its client or its size stops between chunks instead of running to the end.
+func applyJSONPatch(ctx context.Context, doc, patch []byte, maxBytes int64) ([]byte, error) {
+	ops, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if len(ops) > maxJSONPatchOperations {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+			"The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
+	}
+	for len(ops) > 0 {
+		n := min(len(ops), jsonPatchChunk)
+		if doc, err = ops[:n].Apply(doc); err != nil {
 			return nil, err
 		}
-		return p.Apply(cur)
-	case types.MergePatchType:
-		return jsonpatch.MergePatch(cur, patch)
-	default:
-		return strategicpatch.StrategicMergePatch(cur, patch, dataStruct)
+		ops = ops[n:]
+		if err := patchBounds(ctx, doc, maxBytes); err != nil {
+			return nil, err
+		}
 	}
+	return doc, nil
+}
+
+// errPatchTooLarge marks a patched document over the request body limit.
+var errPatchTooLarge = errors.New("the patched object is larger than the request body limit")
+
+// patchBounds is the check between steps of a patch: still in time, client still there, and
+// the document no larger than a request body may be.
+func patchBounds(ctx context.Context, doc []byte, maxBytes int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if int64(len(doc)) > maxBytes {
+		return fmt.Errorf("%w: %d > %d bytes", errPatchTooLarge, len(doc), maxBytes)
+	}
+	return nil
+}
+
+// patchError turns a failed patch into the status kube-apiserver answers with.
+func patchError(err error) error {
+	var se apierrors.APIStatus
+	var copyErr *jsonpatch.AccumulatedCopySizeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError("request did not complete within requested timeout - "+err.Error(), 0)
+	case errors.Is(err, context.Canceled):
+		return err // the client has gone: nobody reads the answer
+	case errors.Is(err, errPatchTooLarge):
+		return apierrors.NewRequestEntityTooLargeError(err.Error())
+	case errors.As(err, &copyErr):
+		// kube-apiserver's 422 for this drops the library's message; it is kept here.
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+			Code: http.StatusUnprocessableEntity, Reason: metav1.StatusReasonInvalid, Message: err.Error()}}
+	}
+	return apierrors.NewBadRequest("the patch could not be applied: " + err.Error())
 }
 
 // apply is a simplified server-side apply: the applied configuration is created when the object

@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync"
 
-	"golang.org/x/time/rate"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,7 +22,9 @@ import (
 //	              else bearer token or client certificate; none -> 401. Strips Authorization,
 //	              so nothing after it (metrics, tracing, logs) can record the token.
 //	instrument, trace
-//	rate limit    token bucket per user; system:masters exempt; over -> 429 + Retry-After
+//	rate limit    a token bucket and in-flight seats per user (ratelimit.go); system:masters,
+//	              the scheduler, the controller-manager and node heartbeats exempt;
+//	              over -> 429 + Retry-After
 //	authorize     RBAC over every request, watches and subresources included; deny -> 403
 //	handler       decode (size limit: 413) -> mutating admission (defaulting, Options.Mutating)
 //	              -> validation, Options.Validating, NodeRestriction, RBAC escalation -> write
@@ -89,54 +87,6 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if r.Header.Get("Authorization") != "" {
 			r.Header = r.Header.Clone()
 			r.Header.Del("Authorization")
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// clientLimiter keeps one token bucket per user.
-type clientLimiter struct {
-	limit rate.Limit
-	burst int
-	mu    sync.Mutex
-	users map[string]*rate.Limiter
-}
-
-func (c *clientLimiter) get(user string) *rate.Limiter {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l, ok := c.users[user]
-	if !ok {
-		l = rate.NewLimiter(c.limit, c.burst)
-		c.users[user] = l
-	}
-	return l
-}
-
-func (s *Server) rateLimited(next http.Handler) http.Handler {
-	if s.opts.ClientQPS <= 0 {
-		return next
-	}
-	burst := s.opts.ClientBurst
-	if burst <= 0 {
-		burst = int(math.Ceil(s.opts.ClientQPS))
-	}
-	c := &clientLimiter{limit: rate.Limit(s.opts.ClientQPS), burst: burst, users: map[string]*rate.Limiter{}}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, _ := authn.UserFrom(r.Context())
-		if u.InGroup(authn.GroupMasters) || isOpen(r) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		l := c.get(u.Name)
-		if !l.Allow() {
-			res := l.Reserve()
-			wait := int(math.Ceil(res.Delay().Seconds()))
-			res.Cancel()
-			wait = max(wait, 1)
-			w.Header().Set("Retry-After", strconv.Itoa(wait))
-			writeError(w, apierrors.NewTooManyRequests("the client "+strconv.Quote(u.Name)+" is over its rate limit; try again later", wait))
-			return
 		}
 		next.ServeHTTP(w, r)
 	})

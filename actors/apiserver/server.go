@@ -51,10 +51,14 @@ type Options struct {
 	NodeConn     *nats.Conn // reaches the node agents for pods/log and pods/exec; nil = not served
 	// Auth turns on authentication and RBAC (security.go); nil = everyone is system:masters.
 	Auth *Auth
-	// ClientQPS and ClientBurst rate-limit each authenticated user (system:masters exempt);
-	// 0 = no limit.
-	ClientQPS   float64
-	ClientBurst int
+	// ClientQPS, ClientBurst and ClientInflight are each user's budget (ratelimit.go):
+	// requests per second, the burst above it, requests in flight. 0 = the default
+	// (DefaultClientQPS, twice the QPS, DefaultClientInflight); negative = no limit.
+	ClientQPS      float64
+	ClientBurst    int
+	ClientInflight int
+	// Timeouts of the HTTP server (timeouts.go); zero fields take the defaults.
+	Timeouts Timeouts
 	// Health reports what keeps this process from doing its job (an actor stopped for good);
 	// a non-nil error turns /livez and /readyz red. nil = always healthy.
 	Health func() error
@@ -85,6 +89,8 @@ func New(o Options) (*Server, error) {
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	limitJSONPatchCopies(o.MaxBodyBytes)
+	o.Timeouts = o.Timeouts.withDefaults()
 	if o.ServiceCIDR == "" {
 		o.ServiceCIDR = "10.96.0.0/16"
 	}
@@ -112,7 +118,7 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("apiserver: Options.Auth.Authenticator is required")
 	}
 	// The chain's order and why: see security.go.
-	s.handler = s.authenticate(instrumented(traced(s.rateLimited(s.authorized(s.mux)))))
+	s.handler = s.bodyDeadline(s.authenticate(instrumented(traced(s.rateLimited(s.authorized(s.mux))))))
 	return s, nil
 }
 
@@ -182,7 +188,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	var body []byte
 	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodDelete {
 		var err error
-		if body, err = readBody(r, s.opts.MaxBodyBytes); err != nil {
+		if body, err = s.readBody(w, r); err != nil {
 			writeError(w, err)
 			return
 		}
@@ -258,21 +264,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, code, obj)
-}
-
-// readBody reads at most limit bytes; a larger body is refused whole with 413.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
-	if r.Body == nil {
-		return nil, nil
-	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, badRequest("reading request body: %v", err)
-	}
-	if int64(len(data)) > limit {
-		return nil, apierrors.NewRequestEntityTooLargeError("limit is " + formatRev(uint64(limit)) + " bytes")
-	}
-	return data, nil
 }
 
 // writeOptions are the query parameters that shape a write.

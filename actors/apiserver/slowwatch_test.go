@@ -85,7 +85,7 @@ func writeUpdates(t *testing.T, ctx context.Context, cms []*corev1.ConfigMap, up
 	return float64(n) / time.Since(start).Seconds(), rvs
 }
 
-func heapBytes() uint64 {
+func liveHeapBytes() uint64 { // after a GC: what is still held
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -175,7 +175,7 @@ func TestWatchersThatNeverReadAreDropped(t *testing.T) {
 	})
 	stalledRate, more := writeUpdates(t, ctx, cms, update, baseWrites)
 	rvs = append(rvs, more...)
-	heapStalled := heapBytes()
+	heapStalled := liveHeapBytes()
 
 	// Each stalled watch ended before all its events: read now, its stream stops short (the
 	// connection was closed under it) long before the watch's timeout.
@@ -194,7 +194,7 @@ func TestWatchersThatNeverReadAreDropped(t *testing.T) {
 		}
 		c.Close()
 	}
-	heapClosed := heapBytes()
+	heapClosed := liveHeapBytes()
 	t.Logf("writes/s: %.0f before, %.0f while %d watchers that never read filled up, %.0f once they were dropped; heap %d MB with them stalled, %d MB once closed",
 		baseRate, fillRate, stalled, stalledRate, heapStalled>>20, heapClosed>>20)
 	// What a stalled watch still holds once dropped: a few KiB at most.

@@ -32,7 +32,7 @@ func (s *statusRecorder) Flush() {
 	}
 }
 
-// Unwrap lets http.ResponseController reach the connection (watch write deadlines).
+// Unwrap lets http.ResponseController reach the connection (watch write and body read deadlines).
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // Hijack lets exec's WebSocket upgrade take the connection over.

@@ -19,10 +19,13 @@ import (
 // (DataDir/tls) and the token file (DataDir/tokens.csv, with an admin token) are generated on
 // first start and reused after.
 type APIAuth struct {
-	Enabled     bool
-	SANs        []string // extra names and IPs of the serving certificate
-	ClientQPS   float64  // per-user rate limit (system:masters exempt); 0 = none
-	ClientBurst int
+	Enabled bool
+	SANs    []string // extra names and IPs of the serving certificate
+	// Each user's budget (apiserver/ratelimit.go): requests per second, burst, requests in
+	// flight; 0 = the default, negative = no limit.
+	ClientQPS      float64
+	ClientBurst    int
+	ClientInflight int
 }
 
 // Files under DataDir.
@@ -71,7 +74,7 @@ func (cp *ControlPlane) apiOptions(o apiserver.Options) (apiserver.Options, erro
 		Authorizer:    cp.apiAuth.node,
 		WireUser:      &wire,
 	}
-	o.ClientQPS, o.ClientBurst = sc.ClientQPS, sc.ClientBurst
+	o.ClientQPS, o.ClientBurst, o.ClientInflight = sc.ClientQPS, sc.ClientBurst, sc.ClientInflight
 	return o, nil
 }
 

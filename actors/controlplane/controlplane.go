@@ -62,6 +62,8 @@ type Config struct {
 	// APIAuth: HTTPS, authentication and RBAC on the apiserver (apiauth.go); off = plain HTTP
 	// where every caller is system:masters (embedded and test mode).
 	APIAuth APIAuth
+	// APITimeouts of the apiserver's HTTP server; zero fields take apiserver's defaults.
+	APITimeouts apiserver.Timeouts
 	// NATSAuthDir secures the embedded server with operator/account keys kept here (created on
 	// first start): each component connects as its own user (secure.go). "" = no auth.
 	NATSAuthDir string
@@ -219,7 +221,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	cfg := cp.cfg
 	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn,
-		Health: cp.Actors.Health().Check, Ready: cp.writable})
+		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/skiff-sh/skiff/actors/apiserver"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 )
 
@@ -32,8 +33,10 @@ func controlPlaneFlags(f *pflag.FlagSet, cfg *controlplane.Config, node *nodeFla
 	f.Var(negatedBool{&cfg.NoFsync}, "fsync", "embedded NATS: fsync every write before acknowledging it, concurrent writes sharing one fsync; "+
 		"false: JetStream syncs every 2 minutes and a power cut loses what was acknowledged since (an external NATS syncs by its own setting: skiff nats --sync-always)")
 	f.Lookup("fsync").NoOptDefVal = "true"
-	f.Float64Var(&cfg.APIAuth.ClientQPS, "client-qps", 0, "requests per second each authenticated user may make (system:masters exempt; 0 = no limit)")
-	f.IntVar(&cfg.APIAuth.ClientBurst, "client-burst", 0, "burst above --client-qps (default: the QPS rounded up)")
+	f.Float64Var(&cfg.APIAuth.ClientQPS, "client-qps", apiserver.DefaultClientQPS, "requests per second each user may make (system:masters, the scheduler, the controller-manager and node heartbeats exempt; negative = no limit)")
+	f.IntVar(&cfg.APIAuth.ClientBurst, "client-burst", 0, "burst above --client-qps (default: twice the QPS)")
+	f.IntVar(&cfg.APIAuth.ClientInflight, "client-inflight", apiserver.DefaultClientInflight, "requests each user may have in flight, watches and streams not counted (negative = no limit)")
+	f.DurationVar(&cfg.APITimeouts.BodyRead, "body-read-timeout", apiserver.DefaultBodyReadTimeout, "a request body must arrive within this, else 408 and the connection is closed")
 }
 
 // negatedBool is a bool flag that sets the opposite field (--fsync sets NoFsync).
