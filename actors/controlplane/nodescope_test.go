@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +25,7 @@ import (
 // HTTPS with authentication and RBAC on the API.
 func startAsUp(t *testing.T) *controlplane.ControlPlane {
 	t.Helper()
-	dir := t.TempDir()
-	return testutil.StartControlPlane(t, func(c *controlplane.Config) {
-		c.DataDir, c.NATSPort, c.NATSAuthDir = dir, -1, filepath.Join(dir, controlplane.NATSKeysDir)
-		c.APIAuth.Enabled = true
-	})
+	return startSecured(t, func(c *controlplane.Config) { c.APIAuth.Enabled = true })
 }
 
 func secret(name, password string) *corev1.Secret {

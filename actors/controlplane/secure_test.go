@@ -26,12 +26,12 @@ import (
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
-func startSecured(t *testing.T) *controlplane.ControlPlane {
+func startSecured(t *testing.T, mutate ...func(*controlplane.Config)) *controlplane.ControlPlane {
 	t.Helper()
 	dir := t.TempDir()
-	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) {
+	cp := testutil.StartControlPlane(t, append([]func(*controlplane.Config){func(c *controlplane.Config) {
 		c.DataDir, c.NATSPort, c.NATSAuthDir = dir, -1, filepath.Join(dir, controlplane.NATSKeysDir)
-	})
+	}}, mutate...)...)
 	if !cp.Secured() {
 		t.Fatal("control plane is not secured")
 	}
