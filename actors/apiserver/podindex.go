@@ -21,8 +21,13 @@ import (
 // fieldSelector=spec.nodeName=N (each node agent's) costs that node's pods, not a scan and
 // decode of every pod. It follows the whole log, not just pods: its revision is then the
 // view's, so a consistent list waits only for the events already applied, never for a
-// bookmark.
+// bookmark. It is built on the first such list (wanted), so a control plane whose node
+// agents read their pods another way (skiff up's own kubelet, simulated nodes) does not
+// decode every pod write a second time for it; lists go the usual way until it has synced.
 type podIndex struct {
+	wanted   chan struct{} // closed by the first list by node
+	wantOnce sync.Once
+
 	mu     sync.RWMutex
 	rev    uint64
 	synced bool
@@ -32,12 +37,20 @@ type podIndex struct {
 }
 
 func newPodIndex() *podIndex {
-	return &podIndex{nodeOf: map[string]string{}, byNode: map[string]map[string]statelog.Entry{}, moved: make(chan struct{})}
+	return &podIndex{wanted: make(chan struct{}), nodeOf: map[string]string{}, byNode: map[string]map[string]statelog.Entry{}, moved: make(chan struct{})}
 }
 
-// run follows the log until ctx ends, resuming from its revision after a dropped watch and
+// want starts the index's build (once); until it has synced, list says so.
+func (x *podIndex) want() { x.wantOnce.Do(func() { close(x.wanted) }) }
+
+// run waits until the index is wanted, then follows the log until ctx ends, resuming from its revision after a dropped watch and
 // rebuilding from a snapshot when that revision is gone.
 func (x *podIndex) run(ctx context.Context, log *statelog.Log) {
+	select {
+	case <-x.wanted:
+	case <-ctx.Done():
+		return
+	}
 	pods, _ := schemas.ByResource("", "v1", "pods")
 	prefix := schemas.StoragePrefix(pods, "")
 	for ctx.Err() == nil {
@@ -155,6 +168,7 @@ func (s *Server) listByNode(ctx context.Context, k *schemas.Kind, info requestIn
 	if !ok || s.pods == nil || k.Resource != "pods" || k.GVK.Group != "" || at.exact > 0 {
 		return nil, 0, false, nil
 	}
+	s.pods.want()
 	fctx, cancel := freshContext(ctx, at.opts.MinRev)
 	defer cancel()
 	// The revision the list must reflect: the stream's last for a consistent read.
