@@ -29,6 +29,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/events"
 	"github.com/skiff-sh/skiff/actors/informer"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"github.com/skiff-sh/skiff/actors/kubelet/volumes"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/tracing"
 	"github.com/skiff-sh/skiff/schemas"
@@ -103,6 +104,8 @@ type kubelet struct {
 	client   *apiclient.Client
 	pods     *informer.Informer
 	nodes    *informer.Informer
+	services *informer.Informer // for the Service environment variables
+	volumes  *volumes.Manager
 	recorder *events.Recorder
 	backoff  *backoff
 	probes   *probeManager
@@ -129,6 +132,7 @@ func New(cfg Config) func() actorkit.Actor {
 		cfg: cfg, rt: cfg.Runtime, client: cfg.Client,
 		pods:     podInformer(cfg),
 		nodes:    cfg.Informers.For("", "nodes"),
+		services: cfg.Informers.For("", "services"),
 		recorder: events.New(cfg.Client, "kubelet", cfg.NodeName),
 		backoff:  newBackoff(cfg.BackoffBase, cfg.BackoffMax, cfg.BackoffReset),
 		retries:  workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 1000*time.Second),
@@ -137,6 +141,7 @@ func New(cfg Config) func() actorkit.Actor {
 		started:  map[types.UID]bool{},
 	}
 	k.probes = newProbeManager(k)
+	k.volumes = &volumes.Manager{PodDir: cfg.Runtime.PodDir, Objects: apiObjects{k}}
 	k.pods.AddIndexer(informer.IndexNodeName, informer.PodNodeName)
 	return func() actorkit.Actor { return &kubeletActor{k: k} }
 }

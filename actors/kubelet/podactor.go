@@ -86,7 +86,7 @@ func (a *podActor) startSync(actx actorkit.Context) {
 		case <-ctx.Done():
 			return
 		}
-		if !k.pods.WaitForSync(ctx) || !k.nodes.WaitForSync(ctx) {
+		if !k.pods.WaitForSync(ctx) || !k.nodes.WaitForSync(ctx) || !k.services.WaitForSync(ctx) {
 			return
 		}
 		ns, name := controllerkit.SplitKey(key)

@@ -74,12 +74,16 @@ func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.Sandbo
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return nil, err
 	}
+	ps := k.setupVolumes(ctx, pod, sb)
+	if o, over := ps.vols.Overused(); over {
+		return nil, k.evict(ctx, pod, sb, o)
+	}
 	attempts := byName(cur)
 	waiting := map[string]waitInfo{}
 	var retry time.Duration
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		w, after, err := k.syncContainer(ctx, pod, sb, c, attempts[c.Name])
+		w, after, err := k.syncContainer(ctx, pod, ps, c, attempts[c.Name])
 		if err != nil {
 			return nil, err
 		}
@@ -115,11 +119,11 @@ func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.Sandbo
 
 // syncContainer starts, restarts or kills one container; it returns why the container waits
 // (if it does) and when to look again.
-func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, sb *kruntime.Sandbox, c *corev1.Container, atts []kruntime.ContainerStatus) (*waitInfo, time.Duration, error) {
+func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *corev1.Container, atts []kruntime.ContainerStatus) (*waitInfo, time.Duration, error) {
 	l := latest(atts)
 	switch {
 	case l == nil:
-		return k.start(ctx, pod, sb, c, 0)
+		return k.start(ctx, pod, ps, c, 0)
 	case l.State == kruntime.StateRunning:
 		res := k.probes.result(l.ID, c)
 		if !res.LiveFailed {
@@ -147,7 +151,7 @@ func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, sb *krunti
 				return nil, 0, err
 			}
 		}
-		w, after, err := k.start(ctx, pod, sb, c, l.Attempt+1)
+		w, after, err := k.start(ctx, pod, ps, c, l.Attempt+1)
 		if err == nil && w == nil {
 			k.backoff.restarted(pod.UID, c.Name)
 		}
@@ -157,25 +161,31 @@ func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, sb *krunti
 		if err := k.rt.StopContainer(ctx, l.ID, 0); err != nil {
 			return nil, 0, err
 		}
-		return k.start(ctx, pod, sb, c, l.Attempt)
+		return k.start(ctx, pod, ps, c, l.Attempt)
 	default:
 		return nil, time.Second, nil // containerd could not say: ask again soon
 	}
 }
 
-func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, sb *kruntime.Sandbox, c *corev1.Container, attempt int) (*waitInfo, time.Duration, error) {
+func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *corev1.Container, attempt int) (*waitInfo, time.Duration, error) {
+	sb := ps.sb
+	if ps.volsErr != nil { // the FailedMount event says why; the next sync tries again
+		return &waitInfo{"ContainerCreating", ""}, k.cfg.BackoffBase, nil
+	}
 	env, vars, err := k.containerEnv(ctx, pod, c, sb.IP)
 	if err != nil {
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return &waitInfo{"CreateContainerConfigError", err.Error()}, k.cfg.BackoffBase, nil
 	}
 	// Refuse what would otherwise be silently skipped: a container must not run without the
-	// init containers or volumes its pod asked for.
+	// init containers its pod asked for.
 	if len(pod.Spec.InitContainers) > 0 {
 		return &waitInfo{"CreateContainerConfigError", "init containers are not supported by this node yet"}, k.cfg.BackoffBase, nil
 	}
-	if len(c.VolumeMounts) > 0 {
-		return &waitInfo{"CreateContainerConfigError", fmt.Sprintf("volume %q: volumes are not supported by this node yet", c.VolumeMounts[0].Name)}, k.cfg.BackoffBase, nil
+	mounts, err := ps.vols.Mounts(c, func(s string) string { return expand(s, vars) })
+	if err != nil {
+		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return &waitInfo{"CreateContainerConfigError", err.Error()}, k.cfg.BackoffBase, nil
 	}
 	if w, err := k.ensureImage(ctx, pod, c); w != nil || err != nil {
 		return w, k.cfg.BackoffBase, err
@@ -183,7 +193,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, sb *kruntime.Sandb
 	_, err = k.rt.StartContainer(ctx, sb, kruntime.ContainerConfig{
 		Name: c.Name, Attempt: attempt, Image: c.Image,
 		Command: expandAll(c.Command, vars), Args: expandAll(c.Args, vars), Env: env,
-		WorkingDir: c.WorkingDir, Resources: c.Resources,
+		WorkingDir: c.WorkingDir, Resources: c.Resources, Mounts: mounts,
 	})
 	switch {
 	case err == nil:

@@ -85,6 +85,8 @@ func podVolumes(vs []corev1.Volume, p *field.Path) (sets.Set[string], field.Erro
 			errs = append(errs, field.Required(vp, "must specify a volume type"))
 		case n > 1:
 			errs = append(errs, field.Forbidden(vp, "may not specify more than 1 volume type"))
+		default:
+			errs = append(errs, volumeSource(&v.VolumeSource, vp)...)
 		}
 	}
 	return names, errs
@@ -125,6 +127,7 @@ func container(c *corev1.Container, p *field.Path, names, volumes sets.Set[strin
 		corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError)...)
 	errs = append(errs, containerPorts(c.Ports, p.Child("ports"))...)
 	errs = append(errs, env(c.Env, p.Child("env"))...)
+	errs = append(errs, envFrom(c.EnvFrom, p.Child("envFrom"))...)
 	errs = append(errs, resources(&c.Resources, p.Child("resources"))...)
 	for i, m := range c.VolumeMounts {
 		mp := p.Child("volumeMounts").Index(i)
@@ -136,6 +139,7 @@ func container(c *corev1.Container, p *field.Path, names, volumes sets.Set[strin
 		if m.MountPath == "" {
 			errs = append(errs, field.Required(mp.Child("mountPath"), ""))
 		}
+		errs = append(errs, volumeMount(&m, mp)...)
 	}
 	errs = append(errs, probe(c.LivenessProbe, p.Child("livenessProbe"), true)...)
 	errs = append(errs, probe(c.ReadinessProbe, p.Child("readinessProbe"), false)...)
@@ -187,6 +191,7 @@ func env(vars []corev1.EnvVar, p *field.Path) field.ErrorList {
 		if e.Value != "" && e.ValueFrom != nil {
 			errs = append(errs, field.Invalid(ep.Child("valueFrom"), "", "may not be specified when `value` is not empty"))
 		}
+		errs = append(errs, envSource(e.ValueFrom, ep.Child("valueFrom"))...)
 		if e.ValueFrom != nil && countSet(*e.ValueFrom) != 1 {
 			errs = append(errs, field.Invalid(ep.Child("valueFrom"), "", "must specify exactly one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`"))
 		}

@@ -153,6 +153,10 @@ func (r *Runtime) podDir(podUID string) string {
 	return filepath.Join(r.o.Root, "pods", safeName(podUID))
 }
 
+// PodDir is the directory of the pod's files; the agent keeps its volumes under it, and
+// StopSandbox unmounts and removes all of it.
+func (r *Runtime) PodDir(podUID string) string { return r.podDir(podUID) }
+
 // LogPath is where the stdout+stderr of one container attempt are written.
 func (r *Runtime) LogPath(podUID, container string, attempt int) string {
 	return filepath.Join(r.podDir(podUID), "logs", container, strconv.Itoa(attempt)+".log")

@@ -196,7 +196,9 @@ func (r *Runtime) teardownSandbox(ctx context.Context, podUID string) error {
 	if err := removeNetNS(sb.NetNSPath); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(sb.Dir); err != nil {
+	if err := unmountUnder(sb.Dir); err != nil {
+		errs = append(errs, err)
+	} else if err := os.RemoveAll(sb.Dir); err != nil {
 		errs = append(errs, err)
 	}
 	if err := r.removePodCgroups(podUID); err != nil {
