@@ -172,6 +172,35 @@ func TestPodVolumesAndEnvironment(t *testing.T) {
 		}
 	}
 
+	// A new agent adopts the pod: same container, the tmpfs and its contents kept.
+	keep := filepath.Join(vdir, "kubernetes.io~empty-dir/mem/keep")
+	if err := os.WriteFile(keep, []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pid := h.sandboxOf(p).Containers[0].Pid
+	h.stop()
+	rt2, err := h.n.NewRuntime(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt2.Close() })
+	h.cfg.Runtime = rt2
+	h.spawn()
+	h.create(pod("after-restart"))
+	h.waitPod("after-restart", 30*time.Second, runningReady) // the new agent has synced
+	if sb := h.sandboxOf(p); sb == nil || len(sb.Containers) != 1 || sb.Containers[0].Pid != pid {
+		t.Fatalf("after a new agent the pod runs %+v, want pid %d", sb, pid)
+	}
+	if got, err := h.cat(p, "/mem/keep"); err != nil || got != "kept" {
+		t.Fatalf("memory emptyDir after a new agent: %q, %v", got, err)
+	}
+	if got := fsType(t, filepath.Join(vdir, "kubernetes.io~secret/sec")); got != "tmpfs" {
+		t.Fatalf("secret volume after a new agent is on %q", got)
+	}
+	if ms, _ := mountinfo.GetMounts(mountinfo.PrefixFilter(vdir)); len(ms) != 3 {
+		t.Fatalf("%d mounts under the pod's volumes after a new agent, want the 3 tmpfs (none stacked)", len(ms))
+	}
+
 	// A ConfigMap change reaches the file (not the subPath copy, as in Kubernetes).
 	o, err := h.cp.Client.Get(ctx(t), controllerkit.MustKind("", "configmaps"), "default", "cfg")
 	if err != nil {
@@ -223,6 +252,37 @@ func TestMissingConfigMapWaitsThenStarts(t *testing.T) {
 	h.createAll(&corev1.ConfigMap{ObjectMeta: objMeta("late-cfg"), Data: map[string]string{"mode": "on"}})
 	h.waitPod("late", 30*time.Second, runningReady)
 	t.Logf("Running %v after the ConfigMap was created (retry every %v)", time.Since(created).Round(time.Millisecond), h.cfg.BackoffBase)
+
+	// In a volume: FailedMount naming it, ContainerCreating, then Running once it exists.
+	h.create(pod("late-vol", func(p *corev1.Pod) {
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "s", MountPath: "/s"}}
+		p.Spec.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "late-sec"}}}}
+	}))
+	h.expectEventMessage("FailedMount", `MountVolume.SetUp failed for volume "s" : secret "late-sec" not found`)
+	if p, err := h.get("late-vol"); err != nil || p.Status.Phase != corev1.PodPending {
+		t.Fatalf("pod with a missing Secret volume: %v %v", p.Status.Phase, err)
+	}
+	h.createAll(&corev1.Secret{ObjectMeta: objMeta("late-sec"), StringData: map[string]string{"k": "v"}})
+	p := h.waitPod("late-vol", 30*time.Second, runningReady)
+	if got, err := h.cat(p, "/s/k"); err != nil || got != "v" {
+		t.Fatalf("/s/k = %q, %v", got, err)
+	}
+}
+
+func (h *harness) expectEventMessage(reason, message string) {
+	h.t.Helper()
+	wait(h.t, 10*time.Second, func() error {
+		objs, _, err := h.cp.Client.List(ctx(h.t), controllerkit.MustKind("", "events"), "default", nil)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if e := o.(*corev1.Event); e.Reason == reason && e.Message == message {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event %q among %d", reason, message, len(objs))
+	})
 }
 
 // A pod whose disk emptyDir outgrows its sizeLimit is evicted as Kubernetes' eviction manager
