@@ -169,12 +169,38 @@ func (k *kubelet) objectData(ctx context.Context, resource, ns, name string, opt
 
 // getObject reads a ConfigMap or Secret as the node; not found is worded as Kubernetes'
 // kubelet words it (configmap "x" not found), which users see as the waiting message.
+// Within one sync (withObjectCache) each object is read once, however many env entries and
+// volumes name it.
 func (k *kubelet) getObject(ctx context.Context, resource, ns, name string) (any, error) {
-	o, err := k.client.Get(ctx, controllerkit.MustKind("", resource), ns, name)
-	if apierrors.IsNotFound(err) {
-		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: strings.TrimSuffix(resource, "s")}, name)
+	cache, _ := ctx.Value(objectCacheKey{}).(map[string]objectRead)
+	key := resource + "/" + ns + "/" + name
+	if r, ok := cache[key]; ok {
+		return r.obj, r.err
 	}
-	return o, err
+	var obj any
+	o, err := k.client.Get(ctx, controllerkit.MustKind("", resource), ns, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		err = apierrors.NewNotFound(schema.GroupResource{Resource: strings.TrimSuffix(resource, "s")}, name)
+	case err == nil:
+		obj = o
+	}
+	if cache != nil {
+		cache[key] = objectRead{obj, err}
+	}
+	return obj, err
+}
+
+type objectCacheKey struct{}
+
+type objectRead struct {
+	obj any
+	err error
+}
+
+// withObjectCache scopes getObject's reads to one sync (its goroutine only).
+func withObjectCache(ctx context.Context) context.Context {
+	return context.WithValue(ctx, objectCacheKey{}, map[string]objectRead{})
 }
 
 // refKey reads the key a configMapKeyRef or secretKeyRef names; a missing optional one is not

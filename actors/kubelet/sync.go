@@ -69,6 +69,7 @@ func (k *kubelet) syncKey(ctx context.Context, key string) (syncOutcome, error) 
 // run starts what the pod lacks and reports its status; it returns the probes its running
 // containers want.
 func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.SandboxStatus) ([]probeSpec, error) {
+	ctx = withObjectCache(ctx)
 	sb, err := k.rt.RunSandbox(ctx, sandboxConfig(pod))
 	if err != nil {
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
