@@ -3,17 +3,21 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
-// A pod asking for what the node cannot do yet (init containers, volumes) is not run without
-// it: its container waits with CreateContainerConfigError and says why.
+// A pod asking for what the node cannot do yet is not run without it: init containers wait
+// with CreateContainerConfigError saying why, and a volume type the node cannot provide is
+// refused at admission, naming the field.
 func TestUnsupportedPodFeaturesAreRefusedNotSkipped(t *testing.T) {
 	n := startNode(t)
 	n.apply(t, `
@@ -25,20 +29,19 @@ spec:
   - {name: setup, image: skiff.local/httpecho:v1, args: ["-version"]}
   containers:
   - {name: echo, image: skiff.local/httpecho:v1}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: with-volume}
-spec:
-  volumes:
-  - {name: scratch, emptyDir: {}}
-  containers:
-  - name: echo
-    image: skiff.local/httpecho:v1
-    volumeMounts: [{name: scratch, mountPath: /scratch}]
 `)
 	k, _ := schemas.ByResource("", "v1", "pods")
-	for _, name := range []string{"with-init", "with-volume"} {
+	claim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "with-claim", Namespace: "default"}, Spec: corev1.PodSpec{
+		Volumes:    []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
+		Containers: []corev1.Container{{Name: "echo", Image: "skiff.local/httpecho:v1"}}}}
+	_, err := n.cp.Client.Create(context.Background(), claim)
+	if want := `spec.volumes[0].persistentVolumeClaim: Unsupported value: "persistentVolumeClaim"`; !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("pod with a PVC: %v, want 422 with %q", err, want)
+	}
+	if _, err := n.cp.Client.Get(context.Background(), k, "default", "with-claim"); !apierrors.IsNotFound(err) {
+		t.Fatalf("refused pod was written: %v", err)
+	}
+	for _, name := range []string{"with-init"} {
 		testutil.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
 			o, err := n.cp.Client.Get(context.Background(), k, "default", name)
 			if err != nil {
