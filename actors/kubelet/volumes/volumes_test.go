@@ -116,3 +116,20 @@ func TestSubPathStaysInsideTheVolume(t *testing.T) {
 		t.Fatal("an emptyDir mount is read-only without asking")
 	}
 }
+
+// Until the node can request tokens, a serviceAccountToken projection is refused, saying so,
+// and nothing of the volume is written.
+func TestServiceAccountTokenRefusedWithoutTokenSource(t *testing.T) {
+	m := manager(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u3"},
+		Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}}}}
+	_, err := m.Setup(context.Background(), pod, downward.Node{})
+	want := `MountVolume.SetUp failed for volume "kube-api-access" : sources[0]: serviceAccountToken projections are not supported by this node yet`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	if _, err := os.Stat(m.PodDir("u3")); !os.IsNotExist(err) {
+		t.Fatalf("a refused volume left files: %v", err)
+	}
+}
