@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skiff-sh/skiff/actors/apiserver/authn"
 )
 
 // statusRecorder remembers the response code for the request's span.
@@ -60,9 +62,12 @@ func traced(next http.Handler) http.Handler {
 		if info.subresource != "" {
 			name += "/" + info.subresource
 		}
+		// The caller's name (never a credential) lets the span store keep users' traces longest.
+		u, _ := authn.UserFrom(r.Context())
 		ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attribute.String("k8s.resource", info.resource), attribute.String("k8s.namespace", info.namespace),
-				attribute.String("k8s.name", info.name), attribute.String("k8s.subresource", info.subresource)))
+				attribute.String("k8s.name", info.name), attribute.String("k8s.subresource", info.subresource),
+				attribute.String("enduser.id", u.Name)))
 		defer span.End()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		next.ServeHTTP(rec, r.WithContext(ctx))

@@ -120,7 +120,7 @@ func (st *Store) OTLPHandler() http.Handler {
 			httpError(w, http.StatusBadRequest, "body: not an OTLP ExportTraceServiceRequest: %v", err)
 			return
 		}
-		st.Add(FromOTLP(&req)...)
+		st.ingest(FromOTLP(&req))
 		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = w.Write(out)

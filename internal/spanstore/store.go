@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -20,9 +21,10 @@ import (
 
 // Attributes the apiserver puts on request spans to name the object a request touched.
 const (
-	AttrResource  = "k8s.resource"
-	AttrNamespace = "k8s.namespace"
-	AttrName      = "k8s.name"
+	AttrResource    = "k8s.resource"
+	AttrNamespace   = "k8s.namespace"
+	AttrName        = "k8s.name"
+	AttrSubresource = "k8s.subresource"
 	// AttrController names the controller of a reconcile span.
 	AttrController = "skiff.controller"
 )
@@ -51,11 +53,20 @@ func (s Span) Component() string {
 	if c := s.Attributes[AttrController]; c != "" {
 		return c
 	}
-	if s.Scope != "" {
-		return strings.TrimPrefix(s.Scope, "skiff/")
+	switch s.Scope {
+	case "":
+		return s.Service
+	case unnamedScope:
+		// Skiff names every tracer "skiff/<component>"; the one library in its processes that
+		// asks for an unnamed tracer is containerd's client (its pkg/tracing).
+		return "containerd"
 	}
-	return s.Service
+	return strings.TrimPrefix(s.Scope, "skiff/")
 }
+
+// unnamedScope is the instrumentation scope the OpenTelemetry SDK gives a tracer asked for
+// with no name.
+const unnamedScope = "go.opentelemetry.io/otel/sdk/tracer"
 
 // Object is the "resource/namespace/name" (or "resource/name" when cluster-scoped) the span
 // names, or "" when it names none.
@@ -94,12 +105,11 @@ func (s Span) isWrite() bool {
 type traceEntry struct {
 	id      string
 	spans   []Span
+	spanIDs map[string]bool
 	objects map[string]bool
 	start   time.Time     // earliest span start
-	elem    *list.Element // in reads or others, most recently updated at the back
-	// readOnly: only API reads so far (a `get`, a `list`). Such traces go first when the store
-	// is full, so a stream of reads cannot push a rollout out.
-	readOnly bool
+	elem    *list.Element // in the list of its tier, most recently updated at the back
+	tier    tier
 }
 
 // Options bound a Store.
@@ -116,8 +126,8 @@ type Store struct {
 	traces   map[string]*traceEntry
 	byObject map[string]map[string]bool // object key -> trace ids
 	spans    int
-	reads    *list.List // of *traceEntry, read-only traces, least recently updated first
-	others   *list.List // of *traceEntry, the rest, likewise
+	byTier   [tiers]*list.List // of *traceEntry, least recently updated first
+	sink     atomic.Pointer[func([]Span)]
 }
 
 // New returns an empty Store.
@@ -131,10 +141,36 @@ func New(o Options) *Store {
 	if o.MaxSpansPerTrace <= 0 {
 		o.MaxSpansPerTrace = 10000
 	}
-	return &Store{opts: o, traces: map[string]*traceEntry{}, byObject: map[string]map[string]bool{}, reads: list.New(), others: list.New()}
+	st := &Store{opts: o, traces: map[string]*traceEntry{}, byObject: map[string]map[string]bool{}}
+	for i := range st.byTier {
+		st.byTier[i] = list.New()
+	}
+	return st
 }
 
-// Add stores finished spans.
+// SetSink makes the store hand the spans it is given (by this process's tracer and over
+// OTLP) to sink instead of Add: a shared stream that feeds them back through Add, so every
+// apiserver replica holds the same traces and they outlive a restart. sink must not block a
+// traced request; nil stores spans directly again.
+func (st *Store) SetSink(sink func([]Span)) {
+	if sink == nil {
+		st.sink.Store(nil)
+		return
+	}
+	st.sink.Store(&sink)
+}
+
+// ingest hands spans of this process or of an OTLP sender to the sink, or stores them.
+func (st *Store) ingest(spans []Span) {
+	if sink := st.sink.Load(); sink != nil {
+		(*sink)(spans)
+		return
+	}
+	st.Add(spans...)
+}
+
+// Add stores finished spans; a span already held (same trace and span id) is ignored, so a
+// replay of the stream that fed the store is harmless.
 func (st *Store) Add(spans ...Span) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -144,22 +180,21 @@ func (st *Store) Add(spans ...Span) {
 		}
 		t := st.traces[s.TraceID]
 		if t == nil {
-			t = &traceEntry{id: s.TraceID, objects: map[string]bool{}, start: s.Start, readOnly: true}
-			t.elem = st.reads.PushBack(t)
+			t = &traceEntry{id: s.TraceID, spanIDs: map[string]bool{}, objects: map[string]bool{}, start: s.Start}
+			t.elem = st.byTier[t.tier].PushBack(t)
 			st.traces[s.TraceID] = t
 		}
-		if len(t.spans) >= st.opts.MaxSpansPerTrace {
+		if len(t.spans) >= st.opts.MaxSpansPerTrace || t.spanIDs[s.SpanID] {
 			continue
 		}
 		t.spans = append(t.spans, s)
+		t.spanIDs[s.SpanID] = true
 		st.spans++
-		if t.readOnly && !s.isRead() {
-			st.reads.Remove(t.elem)
-			t.elem, t.readOnly = st.others.PushBack(t), false
-		} else if t.readOnly {
-			st.reads.MoveToBack(t.elem)
+		if c := s.tier(t.spanIDs[s.ParentID]); c > t.tier {
+			st.byTier[t.tier].Remove(t.elem)
+			t.elem, t.tier = st.byTier[c].PushBack(t), c
 		} else {
-			st.others.MoveToBack(t.elem)
+			st.byTier[t.tier].MoveToBack(t.elem)
 		}
 		if s.Start.Before(t.start) {
 			t.start = s.Start
@@ -175,14 +210,16 @@ func (st *Store) Add(spans ...Span) {
 	st.evict()
 }
 
-// evict drops the least recently updated traces, read-only ones first, until both bounds hold.
+// evict drops the least recently updated traces of the lowest tier held until both bounds
+// hold: reads go first, then heartbeats and components' own work, users' writes last.
 func (st *Store) evict() {
 	for len(st.traces) > st.opts.MaxTraces || (st.spans > st.opts.MaxSpans && len(st.traces) > 1) {
-		from := st.reads
-		if from.Len() == 0 {
-			from = st.others
+		for _, from := range st.byTier {
+			if from.Len() > 0 {
+				st.drop(from, from.Front().Value.(*traceEntry))
+				break
+			}
 		}
-		st.drop(from, from.Front().Value.(*traceEntry))
 	}
 }
 
@@ -279,7 +316,7 @@ func (t *traceEntry) topLevel() []Span {
 func (st *Store) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
 // OnEnd stores a span of this process.
-func (st *Store) OnEnd(s sdktrace.ReadOnlySpan) { st.Add(FromSDK(s)) }
+func (st *Store) OnEnd(s sdktrace.ReadOnlySpan) { st.ingest([]Span{FromSDK(s)}) }
 
 // Shutdown is part of sdktrace.SpanProcessor; the store keeps serving what it holds.
 func (st *Store) Shutdown(context.Context) error { return nil }

@@ -32,8 +32,8 @@ func WithProcessor(p sdktrace.SpanProcessor) Option {
 
 // Setup exports spans over OTLP/HTTP to endpoint (a URL such as http://127.0.0.1:4318), or to
 // what the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variables name; with neither and no
-// WithProcessor, tracing stays off. Sampling follows OTEL_TRACES_SAMPLER(_ARG) (default:
-// parent-based, always on). The returned func flushes and stops the exporter.
+// WithProcessor, tracing stays off. Sampling follows OTEL_TRACES_SAMPLER(_ARG) when set; by
+// default every trace is kept (parent-based) but heartbeats, sampled at HeartbeatSampleRate. The returned func flushes and stops the exporter.
 func Setup(ctx context.Context, service, endpoint string, opt ...Option) (func(context.Context) error, error) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	var o options
@@ -45,6 +45,9 @@ func Setup(ctx context.Context, service, endpoint string, opt ...Option) (func(c
 		return func(context.Context) error { return nil }, nil
 	}
 	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(service)))}
+	if os.Getenv("OTEL_TRACES_SAMPLER") == "" {
+		tpOpts = append(tpOpts, sdktrace.WithSampler(newHeartbeatSampler()))
+	}
 	if export {
 		exp, err := NewExporter(ctx, endpoint)
 		if err != nil {

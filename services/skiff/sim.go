@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ import (
 func newSim(g *globals) *cobra.Command {
 	sim := &cobra.Command{Use: "sim", Short: "Scale-test mode: simulated nodes without containers (like kwok)"}
 	var count int
+	var renew time.Duration
 	var prefix, natsURL, natsCreds, dataDir string
 	nodes := &cobra.Command{
 		Use:   "nodes",
@@ -40,7 +42,7 @@ func newSim(g *globals) *cobra.Command {
 			defer m.Close()
 			client := &apiclient.Client{T: apiclient.NATS{Conn: m.Conn, Subject: auth.ID.APISubject()}}
 			_, err = m.Actors.Spawn("simnode", simnode.New(simnode.Config{Log: m.Log, Informers: m.Informers, Client: client,
-				Nodes: count, Prefix: prefix, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}))
+				Nodes: count, Prefix: prefix, RenewInterval: renew, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}))
 			if err != nil {
 				return err
 			}
@@ -51,6 +53,7 @@ func newSim(g *globals) *cobra.Command {
 	}
 	nodes.Flags().IntVar(&count, "count", 3, "how many nodes")
 	nodes.Flags().StringVar(&prefix, "prefix", "sim-", "node name prefix")
+	nodes.Flags().DurationVar(&renew, "renew-interval", 0, "how often each node renews its lease (default: a quarter of the 40 s lease, as a kubelet); shorter compresses hours of heartbeats into minutes")
 	nodes.Flags().StringVar(&natsURL, "nats-url", defaultNATSURL, "the control plane's NATS (default: the one the instance in --data-dir runs)")
 	nodes.Flags().StringVar(&natsCreds, "nats-creds", "", "admin NATS credentials `FILE` (from \"skiff nats-creds --role admin\"); default: minted from --data-dir's keys when NATS is secured")
 	nodes.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "the local control plane's data directory, for its NATS keys and URL (default: the --kubeconfig's directory when skiff up wrote it)")

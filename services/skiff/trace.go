@@ -28,7 +28,7 @@ func newTrace(g *globals) *cobra.Command {
 	var id, output string
 	cmd := &cobra.Command{
 		Use:   "trace (KIND/NAME | --last | --id TRACE_ID)",
-		Short: "Draw a recent trace as a waterfall: the latest one that touched an object, or the latest apply",
+		Short: "Draw a recent trace as a waterfall and its critical path: the latest one that touched an object, or the latest apply",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q, err := traceQuery(args, last, id, g.namespace)
@@ -48,7 +48,11 @@ func newTrace(g *globals) *cobra.Command {
 				return enc.Encode(res)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "trace %s\n", res.TraceID)
-			return spanstore.Render(cmd.OutOrStdout(), res.Spans, 0)
+			if err := spanstore.Render(cmd.OutOrStdout(), res.Spans, 0); err != nil {
+				return err
+			}
+			// What the object's latest work waited on: "why is this pod not Running yet".
+			return spanstore.RenderCriticalPath(cmd.OutOrStdout(), res.Spans)
 		},
 	}
 	cmd.Flags().BoolVar(&last, "last", false, "the latest \"skiff apply\" (or, without its client span, the latest write)")

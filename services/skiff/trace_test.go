@@ -172,6 +172,10 @@ func TestApplyTraceMetricsAndEvents(t *testing.T) {
 			if out, err = runCLI(t, cp.URL(), "trace", "--last"); err != nil {
 				return err
 			}
+			if !strings.Contains(out, "\nlongest wait: ") {
+				return fmt.Errorf("no critical path summary:\n%s", out)
+			}
+			out, _, _ = strings.Cut(out, "\ncritical path") // the journey is the waterfall's
 			pos := 0
 			for _, j := range journey {
 				i := rowIndex(out[pos:], j.component, j.op)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/actors/tracestream"
 	"github.com/skiff-sh/skiff/internal/metrics"
 	"github.com/skiff-sh/skiff/internal/spanstore"
 	"github.com/skiff-sh/skiff/internal/tracing"
@@ -72,6 +73,10 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 	}
 	defer cp.Stop()
 	if cp.API != nil { // a `skiff server` replica may run no apiserver
+		// Traces live in a JetStream stream every apiserver replica reads, kept across restarts.
+		if _, err := cp.Actors.Spawn("tracestream", tracestream.NewActor(tracestream.Config{Conn: cp.Conn, Store: spans, Logger: cfg.Logger})); err != nil {
+			return err
+		}
 		cp.API.Handle(spanstore.TracePath, spans.Handler())
 		cp.API.Handle(spanstore.OTLPPath, spans.OTLPHandler())
 		serveProfiling(cp.API)
