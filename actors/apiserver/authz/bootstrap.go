@@ -31,7 +31,7 @@ func rule(verbs, groups, resources []string) rbacv1.PolicyRule {
 }
 
 func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
-	core := []string{"pods", "pods/log", "services", "configmaps", "events"}
+	core := []string{"pods", "pods/log", "services", "configmaps", "events", "serviceaccounts"}
 	if withSecrets {
 		core = append(core, "secrets")
 	}
