@@ -73,6 +73,12 @@ type Config struct {
 	// made on first start. Default DataDir/encryption.keys on the embedded NATS; required on
 	// an external one, where every apiserver replica must be given the same file.
 	EncryptionKeyFile string
+	// ServiceAccountIssuer is the iss of ServiceAccount tokens and the OIDC issuer URL
+	// (default https://kubernetes.default.svc.cluster.local). ServiceAccountKeyFile is their
+	// signing key, made on first start: default DataDir/service-account.key, or beside
+	// EncryptionKeyFile on an external NATS, so the replicas given that file share it too.
+	ServiceAccountIssuer  string
+	ServiceAccountKeyFile string
 	// Supervision is how every actor of this process is restarted; zero = actorkit.DefaultPolicy.
 	Supervision actorkit.Policy
 	// NoFsync (embedded server only) acknowledges writes before they are on disk: JetStream
@@ -206,7 +212,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 			if err != nil {
 				return nil, err
 			}
-			return controllers.Start(cp.Actors, controllers.Deps{Log: cp.Log, Informers: cp.Informers, Client: client, Logger: cfg.Logger}, ctrls, cfg.Controllers)
+			return controllers.Start(cp.Actors, controllers.Deps{Log: cp.Log, Informers: cp.Informers, Client: client, Logger: cfg.Logger}, ctrls, cp.controllerOptions())
 		}}); err != nil {
 			return nil, err
 		}

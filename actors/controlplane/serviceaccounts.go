@@ -1,0 +1,66 @@
+package controlplane
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/skiff-sh/skiff/actors/apiserver/authn"
+	"github.com/skiff-sh/skiff/actors/apiserver/authn/serviceaccount"
+	"github.com/skiff-sh/skiff/actors/controllers"
+)
+
+// serviceAccountKeyPath is where the token signing key lives (Config.ServiceAccountKeyFile).
+func (c Config) serviceAccountKeyPath() (string, error) {
+	switch {
+	case c.ServiceAccountKeyFile != "":
+		return c.ServiceAccountKeyFile, nil
+	case c.NATSURL != "" && c.EncryptionKeyFile != "":
+		return filepath.Join(filepath.Dir(c.EncryptionKeyFile), serviceaccount.KeyFileName), nil
+	case c.NATSURL != "":
+		return "", errors.New("ServiceAccountKeyFile (--service-account-key-file): an apiserver on an external NATS needs the signing key every replica shares")
+	case c.DataDir != "":
+		return filepath.Join(c.DataDir, serviceaccount.KeyFileName), nil
+	}
+	return "", errors.New("ServiceAccountKeyFile: API auth needs a DataDir or a key file")
+}
+
+// serviceAccountIssuer loads (or makes) the signing key and returns the issuer.
+func (c Config) serviceAccountIssuer() (*serviceaccount.Issuer, error) {
+	path, err := c.serviceAccountKeyPath()
+	if err != nil {
+		return nil, err
+	}
+	key, err := serviceaccount.LoadOrCreateKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("service account key: %w", err)
+	}
+	return serviceaccount.NewIssuer(c.ServiceAccountIssuer, key)
+}
+
+// tokenChain tries each lookup in turn: static tokens first, then ServiceAccount JWTs.
+type tokenChain []authn.TokenLookup
+
+func (t tokenChain) Lookup(token string) (authn.User, bool) {
+	for _, l := range t {
+		if u, ok := l.Lookup(token); ok {
+			return u, true
+		}
+	}
+	return authn.User{}, false
+}
+
+// controllerOptions are the controllers' options plus the CA the root CA publisher puts in
+// kube-root-ca.crt: this process's API CA when it serves the API with TLS.
+func (cp *ControlPlane) controllerOptions() controllers.Options {
+	o := cp.cfg.Controllers
+	if len(o.RootCA) == 0 {
+		if b := cp.PKI(); b != nil {
+			o.RootCA = b.CAPEM
+		}
+	}
+	return o
+}
+
+// DataDir is where this control plane keeps its store and keys ("" in memory).
+func (cp *ControlPlane) DataDir() string { return cp.cfg.DataDir }
