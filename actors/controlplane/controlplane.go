@@ -79,6 +79,9 @@ type Config struct {
 	// EncryptionKeyFile on an external NATS, so the replicas given that file share it too.
 	ServiceAccountIssuer  string
 	ServiceAccountKeyFile string
+	// RootCAFile is the CA (PEM) published as kube-root-ca.crt in every namespace; default the
+	// API CA of this process (APIAuth). A controller-manager running apart needs it.
+	RootCAFile string
 	// Supervision is how every actor of this process is restarted; zero = actorkit.DefaultPolicy.
 	Supervision actorkit.Policy
 	// NoFsync (embedded server only) acknowledges writes before they are on disk: JetStream
@@ -212,7 +215,11 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 			if err != nil {
 				return nil, err
 			}
-			return controllers.Start(cp.Actors, controllers.Deps{Log: cp.Log, Informers: cp.Informers, Client: client, Logger: cfg.Logger}, ctrls, cp.controllerOptions())
+			opts, err := cp.controllerOptions()
+			if err != nil {
+				return nil, err
+			}
+			return controllers.Start(cp.Actors, controllers.Deps{Log: cp.Log, Informers: cp.Informers, Client: client, Logger: cfg.Logger}, ctrls, opts)
 		}}); err != nil {
 			return nil, err
 		}

@@ -1,8 +1,10 @@
 package controlplane
 
 import (
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/skiff-sh/skiff/actors/apiserver/authn"
@@ -52,14 +54,23 @@ func (t tokenChain) Lookup(token string) (authn.User, bool) {
 
 // controllerOptions are the controllers' options plus the CA the root CA publisher puts in
 // kube-root-ca.crt: this process's API CA when it serves the API with TLS.
-func (cp *ControlPlane) controllerOptions() controllers.Options {
+func (cp *ControlPlane) controllerOptions() (controllers.Options, error) {
 	o := cp.cfg.Controllers
-	if len(o.RootCA) == 0 {
-		if b := cp.PKI(); b != nil {
-			o.RootCA = b.CAPEM
+	switch {
+	case len(o.RootCA) > 0:
+	case cp.cfg.RootCAFile != "":
+		ca, err := os.ReadFile(cp.cfg.RootCAFile)
+		if err != nil {
+			return o, fmt.Errorf("RootCAFile (--root-ca-file): %w", err)
 		}
+		if b, _ := pem.Decode(ca); b == nil || b.Type != "CERTIFICATE" {
+			return o, fmt.Errorf("RootCAFile (--root-ca-file) %s: not a PEM certificate", cp.cfg.RootCAFile)
+		}
+		o.RootCA = ca
+	case cp.PKI() != nil:
+		o.RootCA = cp.PKI().CAPEM
 	}
-	return o
+	return o, nil
 }
 
 // DataDir is where this control plane keeps its store and keys ("" in memory).
