@@ -66,6 +66,9 @@ type Options struct {
 	// ServiceAccountIssuer signs TokenRequests (serviceaccounts/token) and serves OIDC
 	// discovery; nil = neither is served.
 	ServiceAccountIssuer *serviceaccount.Issuer
+	// ServiceAccountAdmission turns on kube's ServiceAccount admission (saadmission.go);
+	// nil = off: pods keep what they were sent with and need no account.
+	ServiceAccountAdmission *ServiceAccountAdmission
 	// Ready reports what keeps this server from accepting writes (the state log's disk full);
 	// a non-nil error turns /readyz red, not /livez: a restart would not help. nil = ready.
 	Ready func() error
@@ -106,6 +109,9 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{log: o.Log, opts: o, now: o.Now, ips: ips, started: o.Now(), events: newSharedEvents(defaultSharedEventBytes), pods: newPodIndex()}
+	if o.ServiceAccountAdmission != nil { // first of the plugins, as kube orders them
+		s.opts.Mutating = append([]AdmissionFunc{s.admitServiceAccount}, o.Mutating...)
+	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/api", s.serveCoreVersions)
 	s.mux.HandleFunc("/apis", s.serveGroups)

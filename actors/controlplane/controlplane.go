@@ -79,6 +79,11 @@ type Config struct {
 	// EncryptionKeyFile on an external NATS, so the replicas given that file share it too.
 	ServiceAccountIssuer  string
 	ServiceAccountKeyFile string
+	// ServiceAccountAdmission runs kube's ServiceAccount admission: pods get the `default`
+	// account, one naming a missing account is refused; with AutomountServiceAccountTokens
+	// they also get the token volume (see AutomountDefault).
+	ServiceAccountAdmission       bool
+	AutomountServiceAccountTokens bool
 	// RootCAFile is the CA (PEM) published as kube-root-ca.crt in every namespace; default the
 	// API CA of this process (APIAuth). A controller-manager running apart needs it.
 	RootCAFile string
@@ -234,7 +239,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	cfg := cp.cfg
 	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn,
-		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts})
+		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts, ServiceAccountAdmission: cfg.serviceAccountAdmission()})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/skiff-sh/skiff/actors/apiserver"
 	"github.com/skiff-sh/skiff/actors/apiserver/authn"
 	"github.com/skiff-sh/skiff/actors/apiserver/authn/serviceaccount"
 	"github.com/skiff-sh/skiff/actors/controllers"
@@ -75,3 +76,15 @@ func (cp *ControlPlane) controllerOptions() (controllers.Options, error) {
 
 // DataDir is where this control plane keeps its store and keys ("" in memory).
 func (cp *ControlPlane) DataDir() string { return cp.cfg.DataDir }
+
+// AutomountDefault is whether `skiff up` and `skiff server` automount ServiceAccount tokens.
+// Off while the kubelet cannot mount projected volumes (it would refuse every pod); the
+// kubelet's volume support turns it on.
+const AutomountDefault = false
+
+func (c Config) serviceAccountAdmission() *apiserver.ServiceAccountAdmission {
+	if !c.ServiceAccountAdmission {
+		return nil
+	}
+	return &apiserver.ServiceAccountAdmission{Automount: c.AutomountServiceAccountTokens}
+}
