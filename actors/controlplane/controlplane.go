@@ -84,6 +84,12 @@ type Config struct {
 	// they also get the token volume (see AutomountDefault).
 	ServiceAccountAdmission       bool
 	AutomountServiceAccountTokens bool
+	// AdvertiseAddress is the IPv4 address pods reach this apiserver at, listed in the
+	// `kubernetes` Service's endpoints (apiendpoints.go); default the Listen IP when specific,
+	// else the host's default-route address. EndpointTTL: how long a silent replica stays
+	// listed (default 15 s).
+	AdvertiseAddress string
+	EndpointTTL      time.Duration
 	// RootCAFile is the CA (PEM) published as kube-root-ca.crt in every namespace; default the
 	// API CA of this process (APIAuth). A controller-manager running apart needs it.
 	RootCAFile string
@@ -262,6 +268,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 		Server: cp.API, Listener: cp.listener, TLS: cp.serverTLS(), NATS: cp.Conn, Logger: cfg.Logger,
 	})); err != nil {
 		return err
+	}
+	if err := cp.startAPIEndpoints(ctx); err != nil {
+		return fmt.Errorf("kubernetes service: %w", err)
 	}
 	if cfg.CompactEvery > 0 {
 		return cp.run(elected{leaseName: CompactorLease, loop: cp.compactLoop})

@@ -36,9 +36,9 @@ type saCluster struct {
 	admin *kubernetes.Clientset
 }
 
-func startSACluster(t *testing.T) saCluster {
+func startSACluster(t *testing.T, mutate ...func(*controlplane.Config)) saCluster {
 	t.Helper()
-	cp := startAsUp(t)
+	cp := startSecured(t, append([]func(*controlplane.Config){func(c *controlplane.Config) { c.APIAuth.Enabled = true }}, mutate...)...)
 	pki := cp.PKI()
 	cfg := &rest.Config{Host: cp.URL(), TLSClientConfig: rest.TLSClientConfig{CAData: pki.CAPEM, CertData: pki.AdminCertPEM, KeyData: pki.AdminKeyPEM}}
 	return saCluster{cp: cp, admin: kubernetes.NewForConfigOrDie(cfg)}

@@ -32,6 +32,7 @@ func controlPlaneFlags(f *pflag.FlagSet, cfg *controlplane.Config, node *nodeFla
 	f.StringVar(&cfg.ServiceAccountKeyFile, "service-account-key-file", "", "ES256 key that signs ServiceAccount tokens, made on first start (default DATA_DIR/service-account.key; with --nats-url beside --encryption-key-file, so the apiserver replicas share it)")
 	f.BoolVar(&cfg.ServiceAccountAdmission, "service-account-admission", true, "pods without serviceAccountName run as `default`; a pod naming a missing ServiceAccount is refused (kube's ServiceAccount admission)")
 	f.BoolVar(&cfg.AutomountServiceAccountTokens, "automount-service-account-tokens", controlplane.AutomountDefault, "with --service-account-admission: add the kube-api-access-* token volume to pods that do not opt out")
+	f.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "IPv4 address pods reach this apiserver at, listed in the endpoints of the `kubernetes` Service (default: the --listen IP when specific, else the host's default-route address)")
 	f.StringVar(&cfg.RootCAFile, "root-ca-file", "", "CA (PEM) the controller-manager publishes as kube-root-ca.crt (default: this process's API CA, when it serves the API with --api-auth)")
 	f.BoolVar(&cfg.APIAuth.Enabled, "api-auth", false, "serve the API over HTTPS with authentication and RBAC (certificates and tokens.csv under --data-dir)")
 	f.StringSliceVar(&cfg.APIAuth.SANs, "tls-san", nil, "extra host names or IPs of the API's serving certificate")
