@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,6 +30,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/apiserver/authn/serviceaccount"
 	sacontroller "github.com/skiff-sh/skiff/actors/controllers/serviceaccount"
 	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // saCluster is a secured control plane with every controller, and client-go as its admin.
@@ -291,3 +294,35 @@ func verifyWithJWKS(t *testing.T, ctx context.Context, c saCluster, as *kubernet
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// `kubectl create token` (stock kubectl) gets a token the API takes as the account.
+func TestKubectlCreateToken(t *testing.T) {
+	c := startSACluster(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	pki := c.cp.PKI()
+	for name, data := range map[string][]byte{"ca.crt": pki.CAPEM, "admin.crt": pki.AdminCertPEM, "admin.key": pki.AdminKeyPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster: {server: " + c.cp.URL() + ", certificate-authority: " + filepath.Join(dir, "ca.crt") +
+		"}\nusers:\n- name: u\n  user: {client-certificate: " + filepath.Join(dir, "admin.crt") + ", client-key: " + filepath.Join(dir, "admin.key") +
+		"}\ncontexts:\n- name: c\n  context: {cluster: s, user: u, namespace: default}\ncurrent-context: c\n"
+	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	until(t, ctx, c.admin.CoreV1().RESTClient(), "serviceaccounts", "default", "default", func(_ *corev1.ServiceAccount, ok bool) bool { return ok })
+	cmd := exec.CommandContext(ctx, testutil.BuildBinary(t, "./services/kubectl"), "create", "token", "default", "--duration", "20m", "--audience", serviceaccount.DefaultIssuer)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+dir)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kubectl create token: %v\n%s", err, out)
+	}
+	sa := c.as(strings.TrimSpace(string(out)))
+	_, err = sa.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "system:serviceaccount:default:default"`) {
+		t.Fatalf("as the token: %v; want 403 naming system:serviceaccount:default:default (authenticated, no Role)", err)
+	}
+}
