@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/skiff-sh/skiff/actors/apiserver/authn/serviceaccount"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/metrics"
 	"github.com/skiff-sh/skiff/schemas"
@@ -62,6 +63,12 @@ type Options struct {
 	// Health reports what keeps this process from doing its job (an actor stopped for good);
 	// a non-nil error turns /livez and /readyz red. nil = always healthy.
 	Health func() error
+	// ServiceAccountIssuer signs TokenRequests (serviceaccounts/token) and serves OIDC
+	// discovery; nil = neither is served.
+	ServiceAccountIssuer *serviceaccount.Issuer
+	// ServiceAccountAdmission turns on kube's ServiceAccount admission (saadmission.go);
+	// nil = off: pods keep what they were sent with and need no account.
+	ServiceAccountAdmission *ServiceAccountAdmission
 	// Ready reports what keeps this server from accepting writes (the state log's disk full);
 	// a non-nil error turns /readyz red, not /livez: a restart would not help. nil = ready.
 	Ready func() error
@@ -102,6 +109,9 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{log: o.Log, opts: o, now: o.Now, ips: ips, started: o.Now(), events: newSharedEvents(defaultSharedEventBytes), pods: newPodIndex()}
+	if o.ServiceAccountAdmission != nil { // first of the plugins, as kube orders them
+		s.opts.Mutating = append([]AdmissionFunc{s.admitServiceAccount}, o.Mutating...)
+	}
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/api", s.serveCoreVersions)
 	s.mux.HandleFunc("/apis", s.serveGroups)
@@ -114,6 +124,10 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("/api/", s.serveResource)
 	s.mux.HandleFunc("/apis/", s.serveResource)
 	s.mux.Handle("/metrics", metrics.Handler())
+	if iss := o.ServiceAccountIssuer; iss != nil {
+		s.mux.HandleFunc(serviceaccount.DiscoveryPath, serveDocument(iss.Discovery(), "application/json"))
+		s.mux.HandleFunc(serviceaccount.JWKSPath, serveDocument(iss.JWKS(), "application/jwk-set+json"))
+	}
 	if o.Auth != nil && o.Auth.Authenticator == nil {
 		return nil, errors.New("apiserver: Options.Auth.Authenticator is required")
 	}
@@ -238,6 +252,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		case "exec":
 			s.serveExec(w, r, k, info, body)
 			return
+		case "token":
+			obj, err = s.createToken(ctx, k, info.namespace, info.name, body)
 		case "":
 			obj, err = s.create(ctx, k, info.namespace, body, wo)
 		default:

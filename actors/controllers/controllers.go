@@ -16,6 +16,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/garbagecollector"
 	"github.com/skiff-sh/skiff/actors/controllers/nodelifecycle"
 	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
+	"github.com/skiff-sh/skiff/actors/controllers/serviceaccount"
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/statelog"
 )
@@ -28,10 +29,12 @@ const (
 	NodeLifecycle    = "nodelifecycle"
 	EndpointSlice    = "endpointslice"
 	DaemonSet        = "daemonset"
+	ServiceAccount   = "serviceaccount"
+	RootCAPublisher  = "root-ca-cert-publisher"
 )
 
 // All lists every controller.
-var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet}
+var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher}
 
 // Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
@@ -40,6 +43,11 @@ type Options struct {
 	NodeGracePeriod    time.Duration // lease silence before a node is NotReady (40 s)
 	PodEvictionTimeout time.Duration // default toleration of not-ready/unreachable (300 s)
 	NodeMonitorPeriod  time.Duration // node re-check period (5 s)
+
+	// RootCA (PEM) is what the root CA publisher puts in every namespace's kube-root-ca.crt:
+	// the CA the apiserver's serving certificate chains to (kube's --root-ca-file). Without
+	// one (an API served without TLS) that controller is not started.
+	RootCA []byte
 }
 
 // Deps are what every controller needs.
@@ -74,6 +82,14 @@ func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit
 			producers[i] = endpointslice.New(cfg)
 		case DaemonSet:
 			producers[i] = daemonset.New(cfg)
+		case ServiceAccount:
+			producers[i] = serviceaccount.New(cfg)
+		case RootCAPublisher:
+			if len(o.RootCA) == 0 {
+				d.Logger.Info("root-ca-cert-publisher not started: no CA (the API is served without TLS), so no kube-root-ca.crt ConfigMaps")
+				continue
+			}
+			producers[i] = serviceaccount.NewRootCAPublisher(cfg, o.RootCA)
 		default:
 			return nil, fmt.Errorf("unknown controller %q (known: %v)", name, All)
 		}
@@ -95,6 +111,9 @@ func (m *manager) Receive(ctx actorkit.Context) {
 		return
 	}
 	for i, name := range m.names {
+		if m.producers[i] == nil {
+			continue // not started (see Start)
+		}
 		if _, err := actorkit.SpawnChild(ctx, name, m.producers[i]); err != nil {
 			panic(err) // restarts the manager (and its children) after back-off
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/apiserver"
 	"github.com/skiff-sh/skiff/actors/apiserver/authn"
+	"github.com/skiff-sh/skiff/actors/apiserver/authn/serviceaccount"
 	"github.com/skiff-sh/skiff/actors/apiserver/authz"
 	"github.com/skiff-sh/skiff/internal/pki"
 )
@@ -66,11 +67,17 @@ func (cp *ControlPlane) apiOptions(o apiserver.Options) (apiserver.Options, erro
 	if err != nil {
 		return o, fmt.Errorf("tokens: %w", err)
 	}
+	issuer, err := cp.cfg.serviceAccountIssuer()
+	if err != nil {
+		return o, err
+	}
+	saTokens := &serviceaccount.Authenticator{Issuer: issuer, Log: cp.Log, Logger: cp.cfg.Logger}
+	o.ServiceAccountIssuer = issuer
 	rbac := authz.NewRBAC(cp.Log)
 	cp.apiAuth = &apiAuthState{pki: bundle, adminToken: admin, rbac: rbac, node: authz.NewNode(cp.Log, cp.Informers.For("", "pods"), rbac)}
 	wire := controlPlaneUser
 	o.Auth = &apiserver.Auth{
-		Authenticator: &authn.Authenticator{Tokens: tokens, ClientCA: bundle.CertPool()},
+		Authenticator: &authn.Authenticator{Tokens: tokenChain{tokens, saTokens}, ClientCA: bundle.CertPool()},
 		Authorizer:    cp.apiAuth.node,
 		WireUser:      &wire,
 	}

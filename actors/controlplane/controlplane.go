@@ -73,6 +73,26 @@ type Config struct {
 	// made on first start. Default DataDir/encryption.keys on the embedded NATS; required on
 	// an external one, where every apiserver replica must be given the same file.
 	EncryptionKeyFile string
+	// ServiceAccountIssuer is the iss of ServiceAccount tokens and the OIDC issuer URL
+	// (default https://kubernetes.default.svc.cluster.local). ServiceAccountKeyFile is their
+	// signing key, made on first start: default DataDir/service-account.key, or beside
+	// EncryptionKeyFile on an external NATS, so the replicas given that file share it too.
+	ServiceAccountIssuer  string
+	ServiceAccountKeyFile string
+	// ServiceAccountAdmission runs kube's ServiceAccount admission: pods get the `default`
+	// account, one naming a missing account is refused; with AutomountServiceAccountTokens
+	// they also get the token volume (see AutomountDefault).
+	ServiceAccountAdmission       bool
+	AutomountServiceAccountTokens bool
+	// AdvertiseAddress is the IPv4 address pods reach this apiserver at, listed in the
+	// `kubernetes` Service's endpoints (apiendpoints.go); default the Listen IP when specific,
+	// else the host's default-route address. EndpointTTL: how long a silent replica stays
+	// listed (default 15 s).
+	AdvertiseAddress string
+	EndpointTTL      time.Duration
+	// RootCAFile is the CA (PEM) published as kube-root-ca.crt in every namespace; default the
+	// API CA of this process (APIAuth). A controller-manager running apart needs it.
+	RootCAFile string
 	// Supervision is how every actor of this process is restarted; zero = actorkit.DefaultPolicy.
 	Supervision actorkit.Policy
 	// NoFsync (embedded server only) acknowledges writes before they are on disk: JetStream
@@ -206,7 +226,11 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 			if err != nil {
 				return nil, err
 			}
-			return controllers.Start(cp.Actors, controllers.Deps{Log: cp.Log, Informers: cp.Informers, Client: client, Logger: cfg.Logger}, ctrls, cfg.Controllers)
+			opts, err := cp.controllerOptions()
+			if err != nil {
+				return nil, err
+			}
+			return controllers.Start(cp.Actors, controllers.Deps{Log: cp.Log, Informers: cp.Informers, Client: client, Logger: cfg.Logger}, ctrls, opts)
 		}}); err != nil {
 			return nil, err
 		}
@@ -221,7 +245,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	cfg := cp.cfg
 	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn,
-		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts})
+		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts, ServiceAccountAdmission: cfg.serviceAccountAdmission()})
 	if err != nil {
 		return err
 	}
@@ -244,6 +268,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 		Server: cp.API, Listener: cp.listener, TLS: cp.serverTLS(), NATS: cp.Conn, Logger: cfg.Logger,
 	})); err != nil {
 		return err
+	}
+	if err := cp.startAPIEndpoints(ctx); err != nil {
+		return fmt.Errorf("kubernetes service: %w", err)
 	}
 	if cfg.CompactEvery > 0 {
 		return cp.run(elected{leaseName: CompactorLease, loop: cp.compactLoop})

@@ -35,7 +35,7 @@ func Default(obj runtime.Object) {
 		Subjects(o.Subjects)
 	case *rbacv1.ClusterRoleBinding:
 		Subjects(o.Subjects)
-	case *coordinationv1.Lease, *corev1.ConfigMap, *corev1.Node, *corev1.Event, *rbacv1.Role, *rbacv1.ClusterRole:
+	case *coordinationv1.Lease, *corev1.ConfigMap, *corev1.ServiceAccount, *corev1.Node, *corev1.Event, *rbacv1.Role, *rbacv1.ClusterRole:
 		// Nothing is defaulted.
 	}
 }

@@ -72,6 +72,12 @@ func init() {
 			return []any{s.Name, string(s.Type), int64(len(s.Data)), Age(s.CreationTimestamp, now)}
 		}),
 	})
+	register("serviceaccounts", printer{
+		columns: []metav1.TableColumnDefinition{nameColumn, col("Secrets", "string", "Secrets is the list of secrets allowed to be used by pods running using this ServiceAccount."), ageColumn},
+		cells: typed(func(sa *corev1.ServiceAccount, now time.Time) []any {
+			return []any{sa.Name, int64(len(sa.Secrets)), Age(sa.CreationTimestamp, now)}
+		}),
+	})
 }
 
 func serviceCells(s *corev1.Service, now time.Time) []any {

@@ -49,19 +49,20 @@ func names(t *metav1.Table, wide bool) []string {
 
 func TestColumns(t *testing.T) {
 	cases := map[string][]string{
-		"pods":           {"Name", "Ready", "Status", "Restarts", "Age"},
-		"deployments":    {"Name", "Ready", "Up-to-date", "Available", "Age"},
-		"services":       {"Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age"},
-		"nodes":          {"Name", "Status", "Roles", "Age", "Version"},
-		"replicasets":    {"Name", "Desired", "Current", "Ready", "Age"},
-		"daemonsets":     {"Name", "Desired", "Current", "Ready", "Up-to-date", "Available", "Node Selector", "Age"},
-		"namespaces":     {"Name", "Status", "Age"},
-		"events":         {"Last Seen", "Type", "Reason", "Object", "Message"},
-		"endpointslices": {"Name", "AddressType", "Ports", "Endpoints", "Age"},
-		"leases":         {"Name", "Holder", "Age"},
-		"configmaps":     {"Name", "Data", "Age"},
-		"secrets":        {"Name", "Type", "Data", "Age"},
-		"widgets":        {"Name", "Age"},
+		"pods":            {"Name", "Ready", "Status", "Restarts", "Age"},
+		"deployments":     {"Name", "Ready", "Up-to-date", "Available", "Age"},
+		"services":        {"Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age"},
+		"nodes":           {"Name", "Status", "Roles", "Age", "Version"},
+		"replicasets":     {"Name", "Desired", "Current", "Ready", "Age"},
+		"daemonsets":      {"Name", "Desired", "Current", "Ready", "Up-to-date", "Available", "Node Selector", "Age"},
+		"namespaces":      {"Name", "Status", "Age"},
+		"events":          {"Last Seen", "Type", "Reason", "Object", "Message"},
+		"endpointslices":  {"Name", "AddressType", "Ports", "Endpoints", "Age"},
+		"leases":          {"Name", "Holder", "Age"},
+		"configmaps":      {"Name", "Data", "Age"},
+		"secrets":         {"Name", "Type", "Data", "Age"},
+		"serviceaccounts": {"Name", "Secrets", "Age"},
+		"widgets":         {"Name", "Age"},
 	}
 	for res, want := range cases {
 		if got := names(printers.Table(res, nil, now), false); !reflect.DeepEqual(got, want) {
@@ -173,6 +174,7 @@ func TestOtherRows(t *testing.T) {
 		{"leases", &coordinationv1.Lease{ObjectMeta: om("sched"), Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr("server-1")}}, []any{"sched", "server-1", "4h"}},
 		{"configmaps", &corev1.ConfigMap{ObjectMeta: om("cm"), Data: map[string]string{"a": "", "b": ""}, BinaryData: map[string][]byte{"c": nil}}, []any{"cm", int64(3), "4h"}},
 		{"secrets", &corev1.Secret{ObjectMeta: om("s"), Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"a": nil}}, []any{"s", "Opaque", int64(1), "4h"}},
+		{"serviceaccounts", &corev1.ServiceAccount{ObjectMeta: om("default"), Secrets: []corev1.ObjectReference{{Name: "t"}}}, []any{"default", int64(1), "4h"}},
 		{"widgets", &corev1.ConfigMap{ObjectMeta: om("w")}, []any{"w", "4h"}},
 		// An object of the wrong type for the resource falls back to NAME AGE, padded.
 		{"namespaces", &corev1.ConfigMap{ObjectMeta: om("odd")}, []any{"odd", "4h", ""}},

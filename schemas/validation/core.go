@@ -144,3 +144,9 @@ func Secret(s *corev1.Secret) field.ErrorList {
 	}
 	return errs
 }
+
+// ServiceAccount validates a ServiceAccount: as in Kubernetes, its metadata with a DNS-subdomain
+// name (the name becomes part of the user name system:serviceaccount:<ns>:<name>).
+func ServiceAccount(sa *corev1.ServiceAccount) field.ErrorList {
+	return objectMeta(&sa.ObjectMeta, true, apivalidation.NameIsDNSSubdomain)
+}

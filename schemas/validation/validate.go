@@ -33,6 +33,8 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return ConfigMap(o)
 	case *corev1.Secret:
 		return Secret(o)
+	case *corev1.ServiceAccount:
+		return ServiceAccount(o)
 	case *appsv1.Deployment:
 		return Deployment(o)
 	case *appsv1.ReplicaSet:
@@ -87,6 +89,10 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	case *corev1.Secret:
 		if o, ok := oldObj.(*corev1.Secret); ok {
 			return append(errs, secretUpdate(n, o)...)
+		}
+	case *corev1.ServiceAccount:
+		if o, ok := oldObj.(*corev1.ServiceAccount); ok {
+			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
 		}
 	case *appsv1.Deployment:
 		if o, ok := oldObj.(*appsv1.Deployment); ok {

@@ -28,6 +28,12 @@ func controlPlaneFlags(f *pflag.FlagSet, cfg *controlplane.Config, node *nodeFla
 	f.DurationVar(&cfg.CompactEvery, "compact-every", 5*time.Minute, "how often old history is compacted")
 	f.DurationVar(&cfg.CompactKeep, "compact-keep", 5*time.Minute, "how much history watches can resume from")
 	f.StringVar(&cfg.EncryptionKeyFile, "encryption-key-file", "", "keys that seal Secrets in the state log, made on first start (default DATA_DIR/"+controlplane.EncryptionKeyFileName+"); required with --nats-url: every apiserver replica is given the same file")
+	f.StringVar(&cfg.ServiceAccountIssuer, "service-account-issuer", "", "issuer (iss) of ServiceAccount tokens and the OIDC discovery URL (default https://kubernetes.default.svc.cluster.local)")
+	f.StringVar(&cfg.ServiceAccountKeyFile, "service-account-key-file", "", "ES256 key that signs ServiceAccount tokens, made on first start (default DATA_DIR/service-account.key; with --nats-url beside --encryption-key-file, so the apiserver replicas share it)")
+	f.BoolVar(&cfg.ServiceAccountAdmission, "service-account-admission", true, "pods without serviceAccountName run as `default`; a pod naming a missing ServiceAccount is refused (kube's ServiceAccount admission)")
+	f.BoolVar(&cfg.AutomountServiceAccountTokens, "automount-service-account-tokens", controlplane.AutomountDefault, "with --service-account-admission: add the kube-api-access-* token volume to pods that do not opt out")
+	f.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "IPv4 address pods reach this apiserver at, listed in the endpoints of the `kubernetes` Service (default: the --listen IP when specific, else the host's default-route address)")
+	f.StringVar(&cfg.RootCAFile, "root-ca-file", "", "CA (PEM) the controller-manager publishes as kube-root-ca.crt (default: this process's API CA, when it serves the API with --api-auth)")
 	f.BoolVar(&cfg.APIAuth.Enabled, "api-auth", false, "serve the API over HTTPS with authentication and RBAC (certificates and tokens.csv under --data-dir)")
 	f.StringSliceVar(&cfg.APIAuth.SANs, "tls-san", nil, "extra host names or IPs of the API's serving certificate")
 	f.Var(negatedBool{&cfg.NoFsync}, "fsync", "embedded NATS: fsync every write before acknowledging it, concurrent writes sharing one fsync; "+

@@ -13,11 +13,12 @@ type User struct {
 
 // Well-known names, as in Kubernetes.
 const (
-	GroupMasters       = "system:masters"       // may do anything
-	GroupNodes         = "system:nodes"         // node agents; further narrowed by NodeRestriction
-	GroupAuthenticated = "system:authenticated" // every authenticated caller
-	NodeUserPrefix     = "system:node:"         // + node name
-	Anonymous          = "system:anonymous"
+	GroupMasters         = "system:masters"       // may do anything
+	GroupNodes           = "system:nodes"         // node agents; further narrowed by NodeRestriction
+	GroupAuthenticated   = "system:authenticated" // every authenticated caller
+	NodeUserPrefix       = "system:node:"         // + node name
+	Anonymous            = "system:anonymous"
+	GroupServiceAccounts = "system:serviceaccounts" // every ServiceAccount (authn/serviceaccount)
 )
 
 type userKey struct{}

@@ -13,6 +13,8 @@ import (
 const (
 	SchedulerUser         = "system:kube-scheduler"
 	ControllerManagerUser = "system:kube-controller-manager"
+	// ServiceAccountIssuerDiscovery may read the OIDC discovery document and the JWKS.
+	ServiceAccountIssuerDiscovery = "system:service-account-issuer-discovery"
 )
 
 var (
@@ -31,7 +33,7 @@ func rule(verbs, groups, resources []string) rbacv1.PolicyRule {
 }
 
 func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
-	core := []string{"pods", "pods/log", "services", "configmaps", "events"}
+	core := []string{"pods", "pods/log", "services", "configmaps", "events", "serviceaccounts"}
 	if withSecrets {
 		core = append(core, "secrets")
 	}
@@ -68,8 +70,15 @@ func BootstrapPolicy() []runtime.Object {
 			rule([]string{"delete"}, []string{""}, []string{"pods"}),
 			rule([]string{"create", "update", "patch"}, []string{""}, []string{"events"}),
 			rule([]string{"create", "update", "patch", "delete"}, []string{"coordination.k8s.io"}, []string{"leases"}),
+			// Tokens for the projected volumes of its pods; the token handler refuses any other
+			// (NodeRestriction's rule: bound to a pod on this node running as that account).
+			rule([]string{"get"}, []string{""}, []string{"serviceaccounts"}),
+			rule([]string{"create"}, []string{""}, []string{"serviceaccounts/token"}),
 			exportSpans,
 		},
+		// What a workload's ServiceAccount may read of the issuer (kube binds it to every account).
+		ServiceAccountIssuerDiscovery: {{Verbs: []string{"get"}, NonResourceURLs: []string{
+			"/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/"}}},
 		SchedulerUser: {
 			exportSpans,
 			rule(read, all, all),
@@ -85,7 +94,7 @@ func BootstrapPolicy() []runtime.Object {
 			rule(read, all, all),
 			rule([]string{"delete"}, all, all), // the garbage collector removes dependents of any kind
 			rule(all, []string{""}, []string{"pods", "pods/status", "pods/binding", "nodes", "nodes/status", "namespaces", "namespaces/status", "namespaces/finalize",
-				"services", "services/status", "configmaps", "events"}),
+				"services", "services/status", "configmaps", "events", "serviceaccounts"}),
 			rule(all, []string{"apps"}, []string{"deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale",
 				"daemonsets", "daemonsets/status"}),
 			rule(all, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
@@ -101,12 +110,13 @@ func BootstrapPolicy() []runtime.Object {
 		{"system:node", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: authn.GroupNodes}},
 		{SchedulerUser, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: SchedulerUser}},
 		{ControllerManagerUser, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: ControllerManagerUser}},
+		{ServiceAccountIssuerDiscovery, rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: authn.GroupServiceAccounts}},
 	}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}}
 	}
 	var out []runtime.Object
-	for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:discovery", "system:node", SchedulerUser, ControllerManagerUser} {
+	for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:discovery", "system:node", SchedulerUser, ControllerManagerUser, ServiceAccountIssuerDiscovery} {
 		out = append(out, &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, ObjectMeta: meta(name), Rules: roles[name]})
 	}
 	for _, b := range bindings {
