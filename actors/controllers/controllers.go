@@ -10,12 +10,15 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/controllers/cronjob"
 	"github.com/skiff-sh/skiff/actors/controllers/daemonset"
 	"github.com/skiff-sh/skiff/actors/controllers/deployment"
 	"github.com/skiff-sh/skiff/actors/controllers/endpointslice"
 	"github.com/skiff-sh/skiff/actors/controllers/garbagecollector"
+	"github.com/skiff-sh/skiff/actors/controllers/job"
 	"github.com/skiff-sh/skiff/actors/controllers/nodelifecycle"
 	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
+	"github.com/skiff-sh/skiff/actors/controllers/ttlafterfinished"
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/statelog"
 )
@@ -28,10 +31,13 @@ const (
 	NodeLifecycle    = "nodelifecycle"
 	EndpointSlice    = "endpointslice"
 	DaemonSet        = "daemonset"
+	Job              = "job"
+	CronJob          = "cronjob"
+	TTLAfterFinished = "ttlafterfinished"
 )
 
 // All lists every controller.
-var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet}
+var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, Job, CronJob, TTLAfterFinished}
 
 // Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
@@ -40,6 +46,8 @@ type Options struct {
 	NodeGracePeriod    time.Duration // lease silence before a node is NotReady (40 s)
 	PodEvictionTimeout time.Duration // default toleration of not-ready/unreachable (300 s)
 	NodeMonitorPeriod  time.Duration // node re-check period (5 s)
+
+	JobBackoff time.Duration // delay after a Job's first failed pod, doubling per failure (10 s)
 }
 
 // Deps are what every controller needs.
@@ -74,6 +82,12 @@ func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit
 			producers[i] = endpointslice.New(cfg)
 		case DaemonSet:
 			producers[i] = daemonset.New(cfg)
+		case Job:
+			producers[i] = job.New(job.Config{Informers: d.Informers, Client: d.Client, Workers: o.Workers, Logger: d.Logger, Backoff: o.JobBackoff})
+		case CronJob:
+			producers[i] = cronjob.New(cronjob.Config{Informers: d.Informers, Client: d.Client, Workers: o.Workers, Logger: d.Logger})
+		case TTLAfterFinished:
+			producers[i] = ttlafterfinished.New(cfg)
 		default:
 			return nil, fmt.Errorf("unknown controller %q (known: %v)", name, All)
 		}
