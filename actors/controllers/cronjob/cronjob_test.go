@@ -89,22 +89,6 @@ func finishJob(t *testing.T, cp *controlplane.ControlPlane, name string, typ bat
 	})
 }
 
-func waitEvent(t *testing.T, cp *controlplane.ControlPlane, object, reason string) {
-	t.Helper()
-	ct.Wait(t, func() error {
-		objs, _, err := cp.Client.List(context.Background(), controllerkit.MustKind("", "events"), "default", nil)
-		if err != nil {
-			return err
-		}
-		for _, o := range objs {
-			if e := o.(*corev1.Event); e.InvolvedObject.Name == object && e.Reason == reason && e.Source.Component == cronjob.Name {
-				return nil
-			}
-		}
-		return ct.Errorf("no %s event", reason)
-	})
-}
-
 // TestSchedulesForbidsAndPrunesHistory drives the controller's clock a minute at a time.
 func TestSchedulesForbidsAndPrunesHistory(t *testing.T) {
 	cp := ct.Start(t)
@@ -160,7 +144,7 @@ func TestSchedulesForbidsAndPrunesHistory(t *testing.T) {
 
 	// Forbid: the next minute comes while the first Job runs; nothing new starts.
 	second := nextMinute()
-	waitEvent(t, cp, "tick", "JobAlreadyActive")
+	ct.WaitEvent(t, cp, "tick", "JobAlreadyActive", cronjob.Name)
 	if js := jobs(t, cp, cj); len(js) != 1 {
 		t.Fatalf("forbid started another job: %v", names(js))
 	}

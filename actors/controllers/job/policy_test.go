@@ -8,9 +8,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 
-	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	ct "github.com/skiff-sh/skiff/actors/controllers/controllertest"
 	"github.com/skiff-sh/skiff/actors/controllers/garbagecollector"
+	"github.com/skiff-sh/skiff/actors/controllers/job"
 	"github.com/skiff-sh/skiff/actors/controllers/ttlafterfinished"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 )
@@ -141,18 +141,7 @@ func TestActiveDeadlineAndTTLAfterFinished(t *testing.T) {
 		return nil
 	})
 	// The Event is the lasting record of why it failed.
-	ct.Wait(t, func() error {
-		objs, _, err := cp.Client.List(ctx, controllerkit.MustKind("", "events"), "default", nil)
-		if err != nil {
-			return err
-		}
-		for _, o := range objs {
-			if e := o.(*corev1.Event); e.InvolvedObject.Name == "slow" && e.Reason == batchv1.JobReasonDeadlineExceeded {
-				return nil
-			}
-		}
-		return ct.Errorf("no DeadlineExceeded event")
-	})
+	ct.WaitEvent(t, cp, "slow", batchv1.JobReasonDeadlineExceeded, job.Name)
 }
 
 type ctPlane = *controlplane.ControlPlane
