@@ -182,10 +182,13 @@ func TestSchedulesForbidsAndPrunesHistory(t *testing.T) {
 		}
 		return nil
 	})
-	cur := ct.Get[*batchv1.CronJob](t, cp, "batch", "cronjobs", "default", "tick")
-	if cur.Status.LastSuccessfulTime == nil || len(cur.Status.Active) != 0 {
-		t.Fatalf("status %+v", cur.Status)
-	}
+	ct.Wait(t, func() error {
+		cur := ct.Get[*batchv1.CronJob](t, cp, "batch", "cronjobs", "default", "tick")
+		if cur.Status.LastSuccessfulTime == nil || len(cur.Status.Active) != 0 {
+			return ct.Errorf("status %+v", cur.Status)
+		}
+		return nil
+	})
 }
 
 func TestSuspendAndStartingDeadline(t *testing.T) {
