@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -49,6 +50,7 @@ var (
 	discovery   = discoveryv1.SchemeGroupVersion
 	coordinates = coordinationv1.SchemeGroupVersion
 	rbac        = rbacv1.SchemeGroupVersion
+	batch       = batchv1.SchemeGroupVersion
 )
 
 // kinds is the table every lookup reads; order is the order of Kinds() (discovery output).
@@ -83,6 +85,12 @@ var kinds = []*Kind{
 	{GVK: apps.WithKind("DaemonSet"), Resource: "daemonsets", Singular: "daemonset", ShortNames: []string{"ds"}, Namespaced: true,
 		Subresources: []string{"status"},
 		New:          func() runtime.Object { return &appsv1.DaemonSet{} }, NewList: func() runtime.Object { return &appsv1.DaemonSetList{} }},
+	{GVK: batch.WithKind("Job"), Resource: "jobs", Singular: "job", Namespaced: true,
+		Subresources: []string{"status"},
+		New:          func() runtime.Object { return &batchv1.Job{} }, NewList: func() runtime.Object { return &batchv1.JobList{} }},
+	{GVK: batch.WithKind("CronJob"), Resource: "cronjobs", Singular: "cronjob", ShortNames: []string{"cj"}, Namespaced: true,
+		Subresources: []string{"status"},
+		New:          func() runtime.Object { return &batchv1.CronJob{} }, NewList: func() runtime.Object { return &batchv1.CronJobList{} }},
 	{GVK: discovery.WithKind("EndpointSlice"), Resource: "endpointslices", Singular: "endpointslice", Namespaced: true,
 		New: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }},
 	{GVK: coordinates.WithKind("Lease"), Resource: "leases", Singular: "lease", Namespaced: true,

@@ -10,13 +10,16 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/controllers/cronjob"
 	"github.com/skiff-sh/skiff/actors/controllers/daemonset"
 	"github.com/skiff-sh/skiff/actors/controllers/deployment"
 	"github.com/skiff-sh/skiff/actors/controllers/endpointslice"
 	"github.com/skiff-sh/skiff/actors/controllers/garbagecollector"
+	"github.com/skiff-sh/skiff/actors/controllers/job"
 	"github.com/skiff-sh/skiff/actors/controllers/nodelifecycle"
 	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
 	"github.com/skiff-sh/skiff/actors/controllers/serviceaccount"
+	"github.com/skiff-sh/skiff/actors/controllers/ttlafterfinished"
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/statelog"
 )
@@ -31,10 +34,13 @@ const (
 	DaemonSet        = "daemonset"
 	ServiceAccount   = "serviceaccount"
 	RootCAPublisher  = "root-ca-cert-publisher"
+	Job              = "job"
+	CronJob          = "cronjob"
+	TTLAfterFinished = "ttlafterfinished"
 )
 
 // All lists every controller.
-var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher}
+var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished}
 
 // Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
@@ -48,6 +54,7 @@ type Options struct {
 	// the CA the apiserver's serving certificate chains to (kube's --root-ca-file). Without
 	// one (an API served without TLS) that controller is not started.
 	RootCA []byte
+	JobBackoff time.Duration // delay after a Job's first failed pod, doubling per failure (10 s)
 }
 
 // Deps are what every controller needs.
@@ -90,6 +97,12 @@ func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit
 				continue
 			}
 			producers[i] = serviceaccount.NewRootCAPublisher(cfg, o.RootCA)
+		case Job:
+			producers[i] = job.New(job.Config{Informers: d.Informers, Client: d.Client, Workers: o.Workers, Logger: d.Logger, Backoff: o.JobBackoff})
+		case CronJob:
+			producers[i] = cronjob.New(cronjob.Config{Informers: d.Informers, Client: d.Client, Workers: o.Workers, Logger: d.Logger})
+		case TTLAfterFinished:
+			producers[i] = ttlafterfinished.New(cfg)
 		default:
 			return nil, fmt.Errorf("unknown controller %q (known: %v)", name, All)
 		}

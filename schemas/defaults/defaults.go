@@ -4,6 +4,7 @@ package defaults
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -29,6 +30,10 @@ func Default(obj runtime.Object) {
 		ReplicaSet(o)
 	case *appsv1.DaemonSet:
 		DaemonSet(o)
+	case *batchv1.Job:
+		Job(o)
+	case *batchv1.CronJob:
+		CronJob(o)
 	case *discoveryv1.EndpointSlice:
 		EndpointSlice(o)
 	case *rbacv1.RoleBinding:

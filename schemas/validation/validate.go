@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -41,6 +42,10 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return ReplicaSet(o)
 	case *appsv1.DaemonSet:
 		return DaemonSet(o)
+	case *batchv1.Job:
+		return Job(o)
+	case *batchv1.CronJob:
+		return CronJob(o)
 	case *discoveryv1.EndpointSlice:
 		return EndpointSlice(o)
 	case *coordinationv1.Lease:
@@ -60,6 +65,11 @@ func Validate(obj runtime.Object) field.ErrorList {
 // ValidateUpdate checks newObj as Validate does plus the rules of changing oldObj into it:
 // immutable metadata and the fields each kind forbids changing.
 func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
+	if n, ok := newObj.(*batchv1.CronJob); ok {
+		if o, ok := oldObj.(*batchv1.CronJob); ok {
+			return cronJobUpdate(n, o) // its rules for a new object depend on the old one
+		}
+	}
 	errs := Validate(newObj)
 	switch n := newObj.(type) {
 	case *corev1.Pod:
@@ -105,6 +115,10 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	case *appsv1.DaemonSet:
 		if o, ok := oldObj.(*appsv1.DaemonSet); ok {
 			return append(errs, workloadUpdate(&n.ObjectMeta, &o.ObjectMeta, n.Spec.Selector, o.Spec.Selector)...)
+		}
+	case *batchv1.Job:
+		if o, ok := oldObj.(*batchv1.Job); ok {
+			return append(errs, jobUpdate(n, o)...)
 		}
 	case *discoveryv1.EndpointSlice:
 		if o, ok := oldObj.(*discoveryv1.EndpointSlice); ok {

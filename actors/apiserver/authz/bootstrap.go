@@ -22,7 +22,7 @@ var (
 	write = []string{"create", "update", "patch", "delete", "deletecollection"}
 	all   = []string{"*"}
 	// The groups Skiff serves, for rules that cover "everything of the built-in kinds".
-	servedGroups = []string{"", "apps", "discovery.k8s.io", "coordination.k8s.io"}
+	servedGroups = []string{"", "apps", "batch", "discovery.k8s.io", "coordination.k8s.io"}
 )
 
 // exportSpans lets a component send its spans to the embedded span store (OTLP/HTTP path).
@@ -43,10 +43,12 @@ func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		rule(verbs, []string{""}, core),
 		rule(verbs, []string{"apps"}, []string{"deployments", "deployments/scale", "replicasets", "replicasets/scale", "daemonsets"}),
+		rule(verbs, []string{"batch"}, []string{"jobs", "cronjobs"}),
 		rule(verbs, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 		rule(verbs, []string{"coordination.k8s.io"}, []string{"leases"}),
 		rule(read, []string{""}, []string{"namespaces", "pods/status", "services/status"}),
 		rule(read, []string{"apps"}, []string{"deployments/status", "replicasets/status", "daemonsets/status"}),
+		rule(read, []string{"batch"}, []string{"jobs/status", "cronjobs/status"}),
 	}
 }
 
@@ -97,6 +99,7 @@ func BootstrapPolicy() []runtime.Object {
 				"services", "services/status", "configmaps", "events", "serviceaccounts"}),
 			rule(all, []string{"apps"}, []string{"deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale",
 				"daemonsets", "daemonsets/status"}),
+			rule(all, []string{"batch"}, []string{"jobs", "jobs/status", "cronjobs", "cronjobs/status"}),
 			rule(all, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 			rule(all, []string{"coordination.k8s.io"}, []string{"leases"}),
 		},

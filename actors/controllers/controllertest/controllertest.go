@@ -213,3 +213,21 @@ func TryGet[T runtime.Object](cp *controlplane.ControlPlane, group, resource, ns
 	}
 	return o.(T), nil
 }
+
+// WaitEvent waits for an Event in namespace default about object with the given reason,
+// written by component.
+func WaitEvent(t testing.TB, cp *controlplane.ControlPlane, object, reason, component string) {
+	t.Helper()
+	Wait(t, func() error {
+		objs, _, err := cp.Client.List(context.Background(), controllerkit.MustKind("", "events"), "default", nil)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if e := o.(*corev1.Event); e.InvolvedObject.Name == object && e.Reason == reason && e.Source.Component == component {
+				return nil
+			}
+		}
+		return Errorf("no %s event for %s from %s", reason, object, component)
+	})
+}
