@@ -14,8 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/metrics"
@@ -118,7 +118,7 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("apiserver: Options.Auth.Authenticator is required")
 	}
 	// The chain's order and why: see security.go.
-	s.handler = s.bodyDeadline(s.authenticate(instrumented(traced(s.rateLimited(s.authorized(s.mux))))))
+	s.handler = s.bodyDeadline(s.authenticate(s.impersonated(instrumented(traced(s.rateLimited(s.authorized(s.mux)))))))
 	return s, nil
 }
 
@@ -168,35 +168,24 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		if s.serveGroupVersion(w, r) {
 			return
 		}
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		writeError(w, errNotServed)
+		return
+	}
+	if s.serveReview(w, r, info) {
 		return
 	}
 	k, found := schemas.ByResource(info.gv.Group, info.gv.Version, info.resource)
-	if !found {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: info.gv.Group, Resource: info.resource}, ""))
-		return
-	}
-	if info.namespace != "" && !k.Namespaced {
-		writeError(w, apierrors.NewNotFound(groupResource(k), info.name))
-		return
-	}
-	if info.subresource != "" && !hasSubresource(k, info.subresource) {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource + "/" + info.subresource}, info.name))
+	if !found || (info.namespace != "" && !k.Namespaced) || (info.subresource != "" && !hasSubresource(k, info.subresource)) {
+		writeError(w, errNotServed)
 		return
 	}
 	ctx := r.Context()
 	var body []byte
 	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodDelete {
 		var err error
-		if body, err = s.readBody(w, r); err != nil {
+		if body, err = s.requestBody(w, r); err != nil {
 			writeError(w, err)
 			return
-		}
-		if isProtobuf(r.Header.Get("Content-Type")) && len(body) > 0 {
-			if body, err = protobufToJSON(body); err != nil {
-				writeError(w, err)
-				return
-			}
 		}
 	}
 	wo := writeOptionsFrom(info)
@@ -265,6 +254,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, code, obj)
 }
+
+// errNotServed is kube-apiserver's answer for a path it serves nothing at (an unknown group,
+// version, resource or subresource), the text kubectl recognises.
+var errNotServed = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+	Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource"}}
 
 // writeOptions are the query parameters that shape a write.
 type writeOptions struct {

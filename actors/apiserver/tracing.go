@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/skiff-sh/skiff/actors/apiserver/authn"
 )
 
 // statusRecorder remembers the response code for the request's span.
@@ -64,6 +66,12 @@ func traced(next http.Handler) http.Handler {
 			trace.WithAttributes(attribute.String("k8s.resource", info.resource), attribute.String("k8s.namespace", info.namespace),
 				attribute.String("k8s.name", info.name), attribute.String("k8s.subresource", info.subresource)))
 		defer span.End()
+		if u, ok := authn.UserFrom(ctx); ok {
+			span.SetAttributes(attribute.String("k8s.user", u.Name))
+		}
+		if by, ok := authn.ImpersonatorFrom(ctx); ok {
+			span.SetAttributes(attribute.String("k8s.impersonator", by.Name))
+		}
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		next.ServeHTTP(rec, r.WithContext(ctx))
 		span.SetAttributes(attribute.Int("http.status_code", rec.code))
