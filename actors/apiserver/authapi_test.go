@@ -352,3 +352,32 @@ func TestKubectlApplyListAndUnknownKinds(t *testing.T) {
 		t.Errorf("a refused List moved the log")
 	}
 }
+
+func TestWarningHeadersForDroppedFields(t *testing.T) {
+	cp := testutil.StartControlPlane(t)
+	kubectl := kubectlEnv(t, cp.URL())
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: warned, labelz: {a: b}}\ndata: {k: v}\nextra: 1\n"
+	out, err := kubectl("create", "--validate=warn", "-f", writeFile(t, "cm.yaml", cm))
+	if err != nil || !strings.Contains(out, `Warning: unknown field "extra"`) || !strings.Contains(out, `Warning: unknown field "metadata.labelz"`) ||
+		!strings.Contains(out, "configmap/warned created") {
+		t.Fatalf("create --validate=warn: %v\n%s", err, out)
+	}
+	// The default (no fieldValidation) is Warn, duplicates included; Ignore sends none.
+	a := api{t: t, base: cp.URL(), c: http.DefaultClient}
+	const path = "/api/v1/namespaces/default/configmaps"
+	dup := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"first","name":"dup"},"data":{"k":"v"},"datas":{}}`
+	code, obj, h := a.send("POST", path, "application/json", dup)
+	want := []string{`299 - "duplicate field \"metadata.name\""`, `299 - "unknown field \"datas\""`}
+	if code != http.StatusCreated || get(obj, "metadata", "name") != "dup" || fmt.Sprint(h.Values("Warning")) != fmt.Sprint(want) {
+		t.Errorf("POST with a duplicate field: %d %v, Warning %q, want %q", code, get(obj, "metadata", "name"), h.Values("Warning"), want)
+	}
+	code, _, h = a.send("POST", path+"?fieldValidation=Ignore", "application/json", strings.ReplaceAll(dup, "dup", "quiet"))
+	if code != http.StatusCreated || len(h.Values("Warning")) != 0 {
+		t.Errorf("fieldValidation=Ignore: %d, Warning %q", code, h.Values("Warning"))
+	}
+	before := cp.Log.Rev()
+	code, obj, _ = a.send("POST", path+"?fieldValidation=Loose", "application/json", strings.ReplaceAll(dup, "dup", "loose"))
+	if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(obj["message"]), `fieldValidation: Unsupported value: "Loose"`) || cp.Log.Rev() != before {
+		t.Errorf("fieldValidation=Loose: %d %v", code, obj["message"])
+	}
+}

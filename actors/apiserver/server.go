@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -188,9 +187,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	wo := writeOptionsFrom(info)
+	wo, err := writeOptionsFrom(info)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	wo.warnings = newWarnings(w)
+	if msg := deprecationWarning(k); msg != "" {
+		wo.warnings.add(msg)
+	}
 	var obj runtime.Object
-	var err error
 	code := http.StatusOK
 	switch info.verb {
 	case "get":
@@ -264,14 +270,17 @@ var errNotServed = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav
 type writeOptions struct {
 	dryRun       bool
 	strict       bool // fieldValidation=Strict: unknown fields are errors
+	warn         bool // fieldValidation=Warn (the default): unknown fields are warnings
 	fieldManager string
+	warnings     *warnings // the response's Warning headers; nil = none sent (internal writes)
 }
 
-func writeOptionsFrom(info requestInfo) writeOptions {
-	fv := strings.ToLower(info.query.Get("fieldValidation"))
+func writeOptionsFrom(info requestInfo) (writeOptions, error) {
+	fv, err := fieldValidation(info.query.Get("fieldValidation"))
 	return writeOptions{
 		dryRun:       info.query.Get("dryRun") == "All",
-		strict:       fv == "strict",
+		strict:       fv == "Strict",
+		warn:         fv == "Warn",
 		fieldManager: info.query.Get("fieldManager"),
-	}
+	}, err
 }
