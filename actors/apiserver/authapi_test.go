@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,31 +22,21 @@ import (
 // kubectlSecured runs a stock kubectl against a secured control plane with token as its
 // credential ("" = the admin client certificate). The exit code is returned with the output.
 func kubectlSecured(t *testing.T, cp *controlplane.ControlPlane, token string) func(args ...string) (string, int) {
-	bin := testutil.BuildBinary(t, "./services/kubectl")
-	home := t.TempDir()
 	b64 := func(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 	user := "{token: " + token + "}"
 	if token == "" {
 		user = "{client-certificate-data: " + b64(cp.PKI().AdminCertPEM) + ", client-key-data: " + b64(cp.PKI().AdminKeyPEM) + "}"
 	}
-	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster: {server: " + cp.URL() + ", certificate-authority-data: " + b64(cp.PKI().CAPEM) +
-		"}\nusers:\n- name: u\n  user: " + user + "\ncontexts:\n- name: c\n  context: {cluster: s, user: u, namespace: default}\ncurrent-context: c\n"
-	kubeconfig := filepath.Join(home, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	run := kubectlWithConfig(t, "apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster: {server: "+cp.URL()+", certificate-authority-data: "+b64(cp.PKI().CAPEM)+
+		"}\nusers:\n- name: u\n  user: "+user+"\ncontexts:\n- name: c\n  context: {cluster: s, user: u, namespace: default}\ncurrent-context: c\n")
 	return func(args ...string) (string, int) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+home)
-		out, err := cmd.CombinedOutput()
+		out, err := run(args...)
 		if ee, ok := err.(*exec.ExitError); ok {
-			return string(out), ee.ExitCode()
+			return out, ee.ExitCode()
 		} else if err != nil {
 			t.Fatalf("kubectl %v: %v", args, err)
 		}
-		return string(out), 0
+		return out, 0
 	}
 }
 
