@@ -313,21 +313,44 @@ func typeFieldError(raw []byte, err error) (FieldError, bool) {
 // duplicate fields are errors. A body naming another kind or version is an error; one naming
 // none gets k's. The result always has TypeMeta set.
 func DecodeObject(k *Kind, data []byte, strict bool) (runtime.Object, error) {
+	mode := decodeIgnore
+	if strict {
+		mode = decodeStrict
+	}
+	obj, _, err := decodeObject(k, data, mode)
+	return obj, err
+}
+
+// DecodeObjectWarn decodes as DecodeObject does without strict, and also returns the unknown
+// and duplicate fields it dropped (fieldValidation=Warn reports them as warnings).
+func DecodeObjectWarn(k *Kind, data []byte) (runtime.Object, []FieldError, error) {
+	return decodeObject(k, data, decodeWarn)
+}
+
+type decodeMode int
+
+const (
+	decodeIgnore decodeMode = iota
+	decodeWarn
+	decodeStrict
+)
+
+func decodeObject(k *Kind, data []byte, mode decodeMode) (runtime.Object, []FieldError, error) {
 	fail := func(fe []FieldError, err error) error {
 		return &DecodeError{Index: -1, Item: -1, Kind: k.GVK.Kind, Fields: fe, Err: err}
 	}
 	raw := bytes.TrimSpace(data)
 	if len(raw) == 0 {
-		return nil, fail(nil, errors.New("the body is empty"))
+		return nil, nil, fail(nil, errors.New("the body is empty"))
 	}
 	if raw[0] != '{' {
 		conv := yaml.YAMLToJSON
-		if strict {
+		if mode == decodeStrict {
 			conv = yaml.YAMLToJSONStrict
 		}
 		j, err := conv(raw)
 		if err != nil {
-			return nil, fail(nil, fmt.Errorf("the body is neither JSON nor valid YAML: %w", err))
+			return nil, nil, fail(nil, fmt.Errorf("the body is neither JSON nor valid YAML: %w", err))
 		}
 		raw = j
 	}
@@ -337,26 +360,41 @@ func DecodeObject(k *Kind, data []byte, strict bool) (runtime.Object, error) {
 	}
 	if err := json.Unmarshal(raw, &tm); err != nil {
 		if _, ok := typeFieldError(raw, err); !ok {
-			return nil, fail(nil, fmt.Errorf("the body must be a JSON object: %w", err))
+			return nil, nil, fail(nil, fmt.Errorf("the body must be a JSON object: %w", err))
 		}
 	}
 	if (tm.Kind != "" && tm.Kind != k.GVK.Kind) || (tm.APIVersion != "" && tm.APIVersion != k.GVK.GroupVersion().String()) {
-		return nil, fail(nil, fmt.Errorf("the body is a %s (%s) but the request is for %s (%s)",
+		return nil, nil, fail(nil, fmt.Errorf("the body is a %s (%s) but the request is for %s (%s)",
 			orUnset(tm.Kind), orUnset(tm.APIVersion), k.GVK.Kind, k.GVK.GroupVersion()))
 	}
 	obj := k.New()
-	if strict {
+	var dropped []FieldError
+	switch mode {
+	case decodeStrict:
 		if fe, err := strictUnmarshal(raw, obj); err != nil || len(fe) > 0 {
-			return nil, fail(fe, err)
+			return nil, nil, fail(fe, err)
 		}
-	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, obj); err != nil {
-		if fe, ok := hardFieldError(raw, err); ok {
-			return nil, fail([]FieldError{fe}, nil)
+	case decodeWarn:
+		strictErrs, err := kjson.UnmarshalStrict(raw, obj)
+		if err != nil {
+			return nil, nil, hardDecodeError(raw, err, fail)
 		}
-		return nil, fail(nil, err)
+		dropped = strictFieldErrors(strictErrs)
+	default:
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, obj); err != nil {
+			return nil, nil, hardDecodeError(raw, err, fail)
+		}
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
-	return obj, nil
+	return obj, dropped, nil
+}
+
+// hardDecodeError is an error that stopped decoding, located at its field where it can be.
+func hardDecodeError(raw []byte, err error, fail func([]FieldError, error) error) error {
+	if fe, ok := hardFieldError(raw, err); ok {
+		return fail([]FieldError{fe}, nil)
+	}
+	return fail(nil, err)
 }
 
 func orUnset(s string) string {

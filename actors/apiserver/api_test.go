@@ -131,7 +131,7 @@ func TestBadInputIsRefusedWithTheFieldAndWritesNothing(t *testing.T) {
 		{"wrong kind for the path", podsPath, "application/json", `{"apiVersion":"v1","kind":"Service","metadata":{"name":"x"}}`, 400, "Service"},
 		{"namespace mismatch", podsPath, "application/json", podJSON("x", `,"namespace":"other"`), 400, "namespace"},
 		{"missing namespace", "/api/v1/namespaces/nope/pods", "application/json", podJSON("x", ""), 404, "nope"},
-		{"unknown resource", "/api/v1/namespaces/default/gizmos", "application/json", `{}`, 404, "gizmos"},
+		{"unknown resource", "/api/v1/namespaces/default/gizmos", "application/json", `{}`, 404, "the server could not find the requested resource"},
 		{"oversized body", podsPath, "application/json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x","annotations":{"a":"` + strings.Repeat("x", 4<<20) + `"}}}`, 413, ""},
 		{"negative replicas", "/apis/apps/v1/namespaces/default/deployments", "application/json", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x"},"spec":{"replicas":-1,"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`, 422, "spec.replicas"},
 		{"selector does not match template", "/apis/apps/v1/namespaces/default/deployments", "application/json", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x"},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"c"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}}`, 422, "spec.template.metadata.labels"},

@@ -61,7 +61,15 @@ func (s *Server) decodeBody(k *schemas.Kind, body []byte, wo writeOptions) (runt
 	if n := yamlDocuments(body); n > 1 {
 		return nil, badRequest("the body holds %d YAML documents; a request takes exactly one %s", n, k.GVK.Kind)
 	}
-	obj, err := schemas.DecodeObject(k, body, wo.strict)
+	var obj runtime.Object
+	var err error
+	if wo.warn && !wo.strict && wo.warnings != nil {
+		var dropped []schemas.FieldError
+		obj, dropped, err = schemas.DecodeObjectWarn(k, body)
+		wo.warnings.droppedFields(dropped)
+	} else {
+		obj, err = schemas.DecodeObject(k, body, wo.strict)
+	}
 	if err != nil {
 		var se apierrors.APIStatus
 		if errors.As(err, &se) {

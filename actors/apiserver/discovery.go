@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
@@ -40,6 +39,11 @@ func groupVersions() []schema.GroupVersion {
 		gv := k.GVK.GroupVersion()
 		if gv.Group != "" && !seen[gv] {
 			seen[gv] = true
+			out = append(out, gv)
+		}
+	}
+	for gv := range reviewResources {
+		if !seen[gv] {
 			out = append(out, gv)
 		}
 	}
@@ -81,7 +85,7 @@ func (s *Server) serveGroupVersion(w http.ResponseWriter, r *http.Request) bool 
 	}
 	list := resourceList(gv)
 	if list == nil {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group}, gv.Version))
+		writeError(w, errNotServed)
 		return true
 	}
 	writeJSON(w, http.StatusOK, list)
@@ -109,6 +113,7 @@ func resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 			out = append(out, subresource(k, sub))
 		}
 	}
+	out = append(out, reviewResources[gv]...)
 	if out == nil {
 		return nil
 	}

@@ -26,10 +26,14 @@ spec:
 
 // kubectlEnv points a stock kubectl, built from k8s.io/kubectl, at the control plane.
 func kubectlEnv(t *testing.T, server string) func(args ...string) (string, error) {
+	return kubectlWithConfig(t, "apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster: {server: "+server+"}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context: {cluster: s, user: u, namespace: default}\ncurrent-context: c\n")
+}
+
+// kubectlWithConfig runs a stock kubectl with kubeconfig cfg and a HOME of its own.
+func kubectlWithConfig(t *testing.T, cfg string) func(args ...string) (string, error) {
 	bin := testutil.BuildBinary(t, "./services/kubectl")
 	home := t.TempDir()
 	kubeconfig := filepath.Join(home, "kubeconfig")
-	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster: {server: " + server + "}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context: {cluster: s, user: u, namespace: default}\ncurrent-context: c\n"
 	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

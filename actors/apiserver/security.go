@@ -21,6 +21,8 @@ import (
 //	authenticate  who is calling: a User already in the context (trusted transport: NATS),
 //	              else bearer token or client certificate; none -> 401. Strips Authorization,
 //	              so nothing after it (metrics, tracing, logs) can record the token.
+//	impersonate   Impersonate-* headers, each checked with RBAC's impersonate verb; the rest
+//	              of the chain sees the impersonated user (impersonation.go)
 //	instrument, trace
 //	rate limit    a token bucket and in-flight seats per user (ratelimit.go); system:masters,
 //	              the scheduler, the controller-manager and node heartbeats exempt;

@@ -8,14 +8,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/skiff-sh/skiff/actors/apiserver/authn/serviceaccount"
 	"github.com/skiff-sh/skiff/bus/statelog"
@@ -132,7 +131,7 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("apiserver: Options.Auth.Authenticator is required")
 	}
 	// The chain's order and why: see security.go.
-	s.handler = s.bodyDeadline(s.authenticate(instrumented(traced(s.rateLimited(s.authorized(s.mux))))))
+	s.handler = s.bodyDeadline(s.authenticate(s.impersonated(instrumented(traced(s.rateLimited(s.authorized(s.mux)))))))
 	return s, nil
 }
 
@@ -182,40 +181,36 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		if s.serveGroupVersion(w, r) {
 			return
 		}
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
+		writeError(w, errNotServed)
+		return
+	}
+	if s.serveReview(w, r, info) {
 		return
 	}
 	k, found := schemas.ByResource(info.gv.Group, info.gv.Version, info.resource)
-	if !found {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: info.gv.Group, Resource: info.resource}, ""))
-		return
-	}
-	if info.namespace != "" && !k.Namespaced {
-		writeError(w, apierrors.NewNotFound(groupResource(k), info.name))
-		return
-	}
-	if info.subresource != "" && !hasSubresource(k, info.subresource) {
-		writeError(w, apierrors.NewNotFound(schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource + "/" + info.subresource}, info.name))
+	if !found || (info.namespace != "" && !k.Namespaced) || (info.subresource != "" && !hasSubresource(k, info.subresource)) {
+		writeError(w, errNotServed)
 		return
 	}
 	ctx := r.Context()
 	var body []byte
 	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodDelete {
 		var err error
-		if body, err = s.readBody(w, r); err != nil {
+		if body, err = s.requestBody(w, r); err != nil {
 			writeError(w, err)
 			return
 		}
-		if isProtobuf(r.Header.Get("Content-Type")) && len(body) > 0 {
-			if body, err = protobufToJSON(body); err != nil {
-				writeError(w, err)
-				return
-			}
-		}
 	}
-	wo := writeOptionsFrom(info)
+	wo, err := writeOptionsFrom(info)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	wo.warnings = newWarnings(w)
+	if msg := deprecationWarning(k); msg != "" {
+		wo.warnings.add(msg)
+	}
 	var obj runtime.Object
-	var err error
 	code := http.StatusOK
 	switch info.verb {
 	case "get":
@@ -282,18 +277,26 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, obj)
 }
 
+// errNotServed is kube-apiserver's answer for a path it serves nothing at (an unknown group,
+// version, resource or subresource), the text kubectl recognises.
+var errNotServed = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+	Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource"}}
+
 // writeOptions are the query parameters that shape a write.
 type writeOptions struct {
 	dryRun       bool
 	strict       bool // fieldValidation=Strict: unknown fields are errors
+	warn         bool // fieldValidation=Warn (the default): unknown fields are warnings
 	fieldManager string
+	warnings     *warnings // the response's Warning headers; nil = none sent (internal writes)
 }
 
-func writeOptionsFrom(info requestInfo) writeOptions {
-	fv := strings.ToLower(info.query.Get("fieldValidation"))
+func writeOptionsFrom(info requestInfo) (writeOptions, error) {
+	fv, err := fieldValidation(info.query.Get("fieldValidation"))
 	return writeOptions{
 		dryRun:       info.query.Get("dryRun") == "All",
-		strict:       fv == "strict",
+		strict:       fv == "Strict",
+		warn:         fv == "Warn",
 		fieldManager: info.query.Get("fieldManager"),
-	}
+	}, err
 }

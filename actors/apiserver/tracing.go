@@ -69,6 +69,12 @@ func traced(next http.Handler) http.Handler {
 				attribute.String("k8s.name", info.name), attribute.String("k8s.subresource", info.subresource),
 				attribute.String("enduser.id", u.Name)))
 		defer span.End()
+		if u, ok := authn.UserFrom(ctx); ok {
+			span.SetAttributes(attribute.String("k8s.user", u.Name))
+		}
+		if by, ok := authn.ImpersonatorFrom(ctx); ok {
+			span.SetAttributes(attribute.String("k8s.impersonator", by.Name))
+		}
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		next.ServeHTTP(rec, r.WithContext(ctx))
 		span.SetAttributes(attribute.Int("http.status_code", rec.code))

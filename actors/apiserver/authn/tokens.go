@@ -71,7 +71,7 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 			return nil, fmt.Errorf("token file line %d: token: duplicate of an earlier line", line)
 		}
 		seen[h] = true
-		t.entries = append(t.entries, Token{User: withAuthenticated(User{Name: name, Groups: groups}), UID: uid, hash: h})
+		t.entries = append(t.entries, Token{User: withAuthenticated(User{Name: name, UID: uid, Groups: groups}), UID: uid, hash: h})
 	}
 }
 

@@ -8,7 +8,9 @@ import "context"
 // User is an authenticated caller.
 type User struct {
 	Name   string
+	UID    string
 	Groups []string
+	Extra  map[string][]string // e.g. from Impersonate-Extra-<key> headers
 }
 
 // Well-known names, as in Kubernetes.
@@ -26,6 +28,33 @@ type userKey struct{}
 // WithUser returns ctx carrying u.
 func WithUser(ctx context.Context, u User) context.Context {
 	return context.WithValue(ctx, userKey{}, u)
+}
+
+type impersonatorKey struct{}
+
+// WithImpersonator returns ctx recording that the request's User is acted as by u.
+func WithImpersonator(ctx context.Context, u User) context.Context {
+	return context.WithValue(ctx, impersonatorKey{}, u)
+}
+
+// ImpersonatorFrom returns who impersonates the request's User, if anyone does.
+func ImpersonatorFrom(ctx context.Context) (User, bool) {
+	u, ok := ctx.Value(impersonatorKey{}).(User)
+	return u, ok
+}
+
+type audiencesKey struct{}
+
+// WithAudiences returns ctx naming the audiences a token is being checked for (TokenReview's
+// spec.audiences); an audience-aware token authenticator reads them with AudiencesFrom.
+func WithAudiences(ctx context.Context, audiences []string) context.Context {
+	return context.WithValue(ctx, audiencesKey{}, audiences)
+}
+
+// AudiencesFrom returns the audiences stored by WithAudiences.
+func AudiencesFrom(ctx context.Context) []string {
+	a, _ := ctx.Value(audiencesKey{}).([]string)
+	return a
 }
 
 // UserFrom returns the caller stored by WithUser.

@@ -60,6 +60,11 @@ func BootstrapPolicy() []runtime.Object {
 		"admin":         {rule(all, all, all)},
 		"edit":          workloads(append(append([]string{}, read...), write...), true, true),
 		"view":          workloads(read, false, false),
+		// Every user may ask what it may do and who it is (kubectl auth can-i, auth whoami).
+		"system:basic-user": {
+			rule([]string{"create"}, []string{"authorization.k8s.io"}, []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}),
+			rule([]string{"create"}, []string{"authentication.k8s.io"}, []string{"selfsubjectreviews"}),
+		},
 		"system:discovery": {{Verbs: []string{"get"}, NonResourceURLs: []string{
 			"/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version", "/version/", "/healthz", "/livez", "/readyz"}}},
 		// Nodes may read what they run and write their Node, Lease, pod status and Events;
@@ -110,6 +115,7 @@ func BootstrapPolicy() []runtime.Object {
 	}{
 		{"cluster-admin", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: authn.GroupMasters}},
 		{"system:discovery", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: authn.GroupAuthenticated}},
+		{"system:basic-user", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: authn.GroupAuthenticated}},
 		{"system:node", rbacv1.Subject{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: authn.GroupNodes}},
 		{SchedulerUser, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: SchedulerUser}},
 		{ControllerManagerUser, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: ControllerManagerUser}},
@@ -119,7 +125,7 @@ func BootstrapPolicy() []runtime.Object {
 		return metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}}
 	}
 	var out []runtime.Object
-	for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:discovery", "system:node", SchedulerUser, ControllerManagerUser, ServiceAccountIssuerDiscovery} {
+	for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:basic-user", "system:discovery", "system:node", SchedulerUser, ControllerManagerUser, ServiceAccountIssuerDiscovery} {
 		out = append(out, &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, ObjectMeta: meta(name), Rules: roles[name]})
 	}
 	for _, b := range bindings {
