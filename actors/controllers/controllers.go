@@ -12,6 +12,8 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/controllers/daemonset"
 	"github.com/skiff-sh/skiff/actors/controllers/deployment"
+	"github.com/skiff-sh/skiff/actors/controllers/disruption"
+	"github.com/skiff-sh/skiff/actors/controllers/endpoints"
 	"github.com/skiff-sh/skiff/actors/controllers/endpointslice"
 	"github.com/skiff-sh/skiff/actors/controllers/garbagecollector"
 	"github.com/skiff-sh/skiff/actors/controllers/nodelifecycle"
@@ -31,10 +33,12 @@ const (
 	DaemonSet        = "daemonset"
 	ServiceAccount   = "serviceaccount"
 	RootCAPublisher  = "root-ca-cert-publisher"
+	Disruption       = "disruption"
+	Endpoints        = "endpoints"
 )
 
 // All lists every controller.
-var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher}
+var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Disruption, Endpoints}
 
 // Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
@@ -90,6 +94,10 @@ func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit
 				continue
 			}
 			producers[i] = serviceaccount.NewRootCAPublisher(cfg, o.RootCA)
+		case Disruption:
+			producers[i] = disruption.New(cfg)
+		case Endpoints:
+			producers[i] = endpoints.New(cfg)
 		default:
 			return nil, fmt.Errorf("unknown controller %q (known: %v)", name, All)
 		}
