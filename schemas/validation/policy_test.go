@@ -23,9 +23,13 @@ func TestPodDisruptionBudgetRules(t *testing.T) {
 		"spec", "minAvailable and maxUnavailable cannot be both set")
 	check(t, "over 100%", pdb(func(p *policyv1.PodDisruptionBudget) { p.Spec.MinAvailable = ptr(intstr.FromString("101%")) }),
 		"spec.minAvailable", "100%")
-	check(t, "negative", pdb(func(p *policyv1.PodDisruptionBudget) { p.Spec.MinAvailable, p.Spec.MaxUnavailable = nil, ptr(intstr.FromInt32(-1)) }),
+	check(t, "negative", pdb(func(p *policyv1.PodDisruptionBudget) {
+		p.Spec.MinAvailable, p.Spec.MaxUnavailable = nil, ptr(intstr.FromInt32(-1))
+	}),
 		"spec.maxUnavailable", "greater than or equal to 0")
-	check(t, "policy", pdb(func(p *policyv1.PodDisruptionBudget) { p.Spec.UnhealthyPodEvictionPolicy = ptr(policyv1.UnhealthyPodEvictionPolicyType("Never")) }),
+	check(t, "policy", pdb(func(p *policyv1.PodDisruptionBudget) {
+		p.Spec.UnhealthyPodEvictionPolicy = ptr(policyv1.UnhealthyPodEvictionPolicyType("Never"))
+	}),
 		"spec.unhealthyPodEvictionPolicy", "Unsupported value")
 	check(t, "bad selector", pdb(func(p *policyv1.PodDisruptionBudget) {
 		p.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}
