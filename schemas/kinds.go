@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -51,6 +52,7 @@ var (
 	coordinates = coordinationv1.SchemeGroupVersion
 	rbac        = rbacv1.SchemeGroupVersion
 	batch       = batchv1.SchemeGroupVersion
+	policy      = policyv1.SchemeGroupVersion
 )
 
 // kinds is the table every lookup reads; order is the order of Kinds() (discovery output).
@@ -59,7 +61,7 @@ var kinds = []*Kind{
 		Subresources: []string{"status"},
 		New:          func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} }},
 	{GVK: core.WithKind("Pod"), Resource: "pods", Singular: "pod", ShortNames: []string{"po"}, Namespaced: true,
-		Subresources: []string{"status", "binding", "log", "exec"},
+		Subresources: []string{"status", "binding", "log", "exec", "eviction"},
 		New:          func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }},
 	{GVK: core.WithKind("Service"), Resource: "services", Singular: "service", ShortNames: []string{"svc"}, Namespaced: true,
 		Subresources: []string{"status"},
@@ -93,6 +95,11 @@ var kinds = []*Kind{
 		New:          func() runtime.Object { return &batchv1.CronJob{} }, NewList: func() runtime.Object { return &batchv1.CronJobList{} }},
 	{GVK: discovery.WithKind("EndpointSlice"), Resource: "endpointslices", Singular: "endpointslice", Namespaced: true,
 		New: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }},
+	{GVK: core.WithKind("Endpoints"), Resource: "endpoints", Singular: "endpoints", ShortNames: []string{"ep"}, Namespaced: true,
+		New: func() runtime.Object { return &corev1.Endpoints{} }, NewList: func() runtime.Object { return &corev1.EndpointsList{} }},
+	{GVK: policy.WithKind("PodDisruptionBudget"), Resource: "poddisruptionbudgets", Singular: "poddisruptionbudget", ShortNames: []string{"pdb"}, Namespaced: true,
+		Subresources: []string{"status"},
+		New:          func() runtime.Object { return &policyv1.PodDisruptionBudget{} }, NewList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} }},
 	{GVK: coordinates.WithKind("Lease"), Resource: "leases", Singular: "lease", Namespaced: true,
 		New: func() runtime.Object { return &coordinationv1.Lease{} }, NewList: func() runtime.Object { return &coordinationv1.LeaseList{} }},
 	{GVK: rbac.WithKind("Role"), Resource: "roles", Singular: "role", Namespaced: true,

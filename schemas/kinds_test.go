@@ -63,13 +63,13 @@ func TestKindsAreConsistent(t *testing.T) {
 			t.Errorf("%s: New returns a shared object", k.Resource)
 		}
 	}
-	if len(seen) != 19 {
-		t.Errorf("%d kinds; want 19", len(seen))
+	if len(seen) != 21 {
+		t.Errorf("%d kinds; want 21", len(seen))
 	}
 	for _, gvk := range []schema.GroupVersionKind{
 		{Version: "v1", Kind: "Binding"}, {Group: "autoscaling", Version: "v1", Kind: "Scale"},
 		{Version: "v1", Kind: "Status"}, {Group: "meta.k8s.io", Version: "v1", Kind: "Table"},
-		{Version: "v1", Kind: "DeleteOptions"},
+		{Version: "v1", Kind: "DeleteOptions"}, {Group: "policy", Version: "v1", Kind: "Eviction"},
 	} {
 		if !schemas.Scheme.Recognizes(gvk) {
 			t.Errorf("scheme does not know %v", gvk)
@@ -79,7 +79,7 @@ func TestKindsAreConsistent(t *testing.T) {
 
 func TestSubresources(t *testing.T) {
 	want := map[string][]string{
-		"pods": {"status", "binding", "log", "exec"}, "deployments": {"status", "scale"},
+		"pods": {"status", "binding", "log", "exec", "eviction"}, "deployments": {"status", "scale"},
 		"replicasets": {"status", "scale"}, "configmaps": nil,
 	}
 	for res, subs := range want {

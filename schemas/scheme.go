@@ -7,6 +7,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +34,7 @@ func init() {
 	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
 	utilruntime.Must(autoscalingv1.AddToScheme(Scheme))
 	utilruntime.Must(rbacv1.AddToScheme(Scheme))
+	utilruntime.Must(policyv1.AddToScheme(Scheme)) // PodDisruptionBudget and the Eviction body
 	// The meta types (Status, DeleteOptions, ListOptions, Table) in meta.k8s.io/v1 and as
 	// unversioned options in every group version.
 	utilruntime.Must(metav1.AddMetaToScheme(Scheme))

@@ -288,6 +288,19 @@ func (c *Client) Bind(ctx context.Context, namespace, pod, node string) error {
 	return err
 }
 
+// Evict asks for a pod's eviction (pods/eviction, policy/v1), which PodDisruptionBudgets may
+// refuse with 429 TooManyRequests; opts (may be nil) are the pod's delete options.
+func (c *Client) Evict(ctx context.Context, namespace, pod string, opts *metav1.DeleteOptions) error {
+	k, _ := schemas.ByResource("", "v1", "pods")
+	body, _ := json.Marshal(map[string]any{
+		"apiVersion": "policy/v1", "kind": "Eviction",
+		"metadata":      map[string]string{"name": pod, "namespace": namespace},
+		"deleteOptions": opts,
+	})
+	_, err := c.Raw(ctx, http.MethodPost, Path(k, namespace, pod, "eviction"), "application/json", body)
+	return err
+}
+
 // List reads a collection; query holds labelSelector, fieldSelector, resourceVersion.
 func (c *Client) List(ctx context.Context, k *schemas.Kind, namespace string, query url.Values) ([]runtime.Object, string, error) {
 	p := Path(k, namespace, "", "")

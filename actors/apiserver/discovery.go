@@ -130,6 +130,8 @@ func subresource(k *schemas.Kind, sub string) metav1.APIResource {
 		res.Verbs = metav1.Verbs{"get", "patch", "update"}
 	case "binding":
 		res.Kind, res.Verbs = "Binding", metav1.Verbs{"create"}
+	case "eviction":
+		res.Group, res.Version, res.Kind, res.Verbs = "policy", "v1", "Eviction", metav1.Verbs{"create"}
 	case "log":
 		res.Kind, res.Verbs = "Pod", metav1.Verbs{"get"}
 	case "exec":

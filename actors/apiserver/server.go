@@ -244,6 +244,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		switch info.subresource {
 		case "binding":
 			obj, err = s.bind(ctx, k, info.namespace, info.name, body, wo)
+		case "eviction":
+			obj, err = s.evict(ctx, k, info.namespace, info.name, body, wo)
 		case "exec":
 			s.serveExec(w, r, k, info, body)
 			return

@@ -13,6 +13,8 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/cronjob"
 	"github.com/skiff-sh/skiff/actors/controllers/daemonset"
 	"github.com/skiff-sh/skiff/actors/controllers/deployment"
+	"github.com/skiff-sh/skiff/actors/controllers/disruption"
+	"github.com/skiff-sh/skiff/actors/controllers/endpoints"
 	"github.com/skiff-sh/skiff/actors/controllers/endpointslice"
 	"github.com/skiff-sh/skiff/actors/controllers/garbagecollector"
 	"github.com/skiff-sh/skiff/actors/controllers/job"
@@ -37,10 +39,12 @@ const (
 	Job              = "job"
 	CronJob          = "cronjob"
 	TTLAfterFinished = "ttlafterfinished"
+	Disruption       = "disruption"
+	Endpoints        = "endpoints"
 )
 
 // All lists every controller.
-var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished}
+var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints}
 
 // Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
@@ -53,7 +57,7 @@ type Options struct {
 	// RootCA (PEM) is what the root CA publisher puts in every namespace's kube-root-ca.crt:
 	// the CA the apiserver's serving certificate chains to (kube's --root-ca-file). Without
 	// one (an API served without TLS) that controller is not started.
-	RootCA []byte
+	RootCA     []byte
 	JobBackoff time.Duration // delay after a Job's first failed pod, doubling per failure (10 s)
 }
 
@@ -103,6 +107,10 @@ func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit
 			producers[i] = cronjob.New(cronjob.Config{Informers: d.Informers, Client: d.Client, Workers: o.Workers, Logger: d.Logger})
 		case TTLAfterFinished:
 			producers[i] = ttlafterfinished.New(cfg)
+		case Disruption:
+			producers[i] = disruption.New(cfg)
+		case Endpoints:
+			producers[i] = endpoints.New(cfg)
 		default:
 			return nil, fmt.Errorf("unknown controller %q (known: %v)", name, All)
 		}

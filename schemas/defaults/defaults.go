@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -36,11 +37,13 @@ func Default(obj runtime.Object) {
 		CronJob(o)
 	case *discoveryv1.EndpointSlice:
 		EndpointSlice(o)
+	case *corev1.Endpoints:
+		Endpoints(o)
 	case *rbacv1.RoleBinding:
 		Subjects(o.Subjects)
 	case *rbacv1.ClusterRoleBinding:
 		Subjects(o.Subjects)
-	case *coordinationv1.Lease, *corev1.ConfigMap, *corev1.ServiceAccount, *corev1.Node, *corev1.Event, *rbacv1.Role, *rbacv1.ClusterRole:
+	case *coordinationv1.Lease, *policyv1.PodDisruptionBudget, *corev1.ConfigMap, *corev1.ServiceAccount, *corev1.Node, *corev1.Event, *rbacv1.Role, *rbacv1.ClusterRole:
 		// Nothing is defaulted.
 	}
 }
@@ -88,4 +91,15 @@ func Secret(s *corev1.Secret) {
 		s.Data[k] = []byte(v)
 	}
 	s.StringData = nil
+}
+
+// Endpoints defaults port protocols to TCP, as Kubernetes does.
+func Endpoints(ep *corev1.Endpoints) {
+	for i := range ep.Subsets {
+		for j := range ep.Subsets[i].Ports {
+			if p := &ep.Subsets[i].Ports[j]; p.Protocol == "" {
+				p.Protocol = corev1.ProtocolTCP
+			}
+		}
+	}
 }

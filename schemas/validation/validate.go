@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -50,6 +51,10 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return EndpointSlice(o)
 	case *coordinationv1.Lease:
 		return Lease(o)
+	case *corev1.Endpoints:
+		return Endpoints(o)
+	case *policyv1.PodDisruptionBudget:
+		return PodDisruptionBudget(o)
 	case *rbacv1.Role:
 		return Role(o)
 	case *rbacv1.ClusterRole:
@@ -127,6 +132,14 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 		}
 	case *coordinationv1.Lease:
 		if o, ok := oldObj.(*coordinationv1.Lease); ok {
+			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+		}
+	case *corev1.Endpoints:
+		if o, ok := oldObj.(*corev1.Endpoints); ok {
+			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+		}
+	case *policyv1.PodDisruptionBudget: // the spec is mutable in policy/v1
+		if o, ok := oldObj.(*policyv1.PodDisruptionBudget); ok {
 			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
 		}
 	case *rbacv1.Role:

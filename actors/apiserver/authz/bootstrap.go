@@ -22,7 +22,7 @@ var (
 	write = []string{"create", "update", "patch", "delete", "deletecollection"}
 	all   = []string{"*"}
 	// The groups Skiff serves, for rules that cover "everything of the built-in kinds".
-	servedGroups = []string{"", "apps", "batch", "discovery.k8s.io", "coordination.k8s.io"}
+	servedGroups = []string{"", "apps", "batch", "discovery.k8s.io", "coordination.k8s.io", "policy"}
 )
 
 // exportSpans lets a component send its spans to the embedded span store (OTLP/HTTP path).
@@ -33,23 +33,29 @@ func rule(verbs, groups, resources []string) rbacv1.PolicyRule {
 }
 
 func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
-	core := []string{"pods", "pods/log", "services", "configmaps", "events", "serviceaccounts"}
+	core := []string{"pods", "pods/log", "services", "endpoints", "configmaps", "events", "serviceaccounts"}
 	if withSecrets {
 		core = append(core, "secrets")
 	}
 	if withExec {
 		core = append(core, "pods/exec")
 	}
-	return []rbacv1.PolicyRule{
+	var evict []rbacv1.PolicyRule
+	if withExec { // the writers (edit) may evict, as Kubernetes' edit role may
+		evict = append(evict, rule([]string{"create"}, []string{""}, []string{"pods/eviction"}))
+	}
+	return append([]rbacv1.PolicyRule{
 		rule(verbs, []string{""}, core),
 		rule(verbs, []string{"apps"}, []string{"deployments", "deployments/scale", "replicasets", "replicasets/scale", "daemonsets"}),
 		rule(verbs, []string{"batch"}, []string{"jobs", "cronjobs"}),
 		rule(verbs, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 		rule(verbs, []string{"coordination.k8s.io"}, []string{"leases"}),
+		rule(verbs, []string{"policy"}, []string{"poddisruptionbudgets"}),
 		rule(read, []string{""}, []string{"namespaces", "pods/status", "services/status"}),
+		rule(read, []string{"policy"}, []string{"poddisruptionbudgets/status"}),
 		rule(read, []string{"apps"}, []string{"deployments/status", "replicasets/status", "daemonsets/status"}),
 		rule(read, []string{"batch"}, []string{"jobs/status", "cronjobs/status"}),
-	}
+	}, evict...)
 }
 
 // BootstrapPolicy is the RBAC every cluster starts with, as Kubernetes' bootstrap policy names it:
@@ -101,12 +107,13 @@ func BootstrapPolicy() []runtime.Object {
 			rule(read, all, all),
 			rule([]string{"delete"}, all, all), // the garbage collector removes dependents of any kind
 			rule(all, []string{""}, []string{"pods", "pods/status", "pods/binding", "nodes", "nodes/status", "namespaces", "namespaces/status", "namespaces/finalize",
-				"services", "services/status", "configmaps", "events", "serviceaccounts"}),
+				"services", "services/status", "endpoints", "configmaps", "events", "serviceaccounts"}),
 			rule(all, []string{"apps"}, []string{"deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale",
 				"daemonsets", "daemonsets/status"}),
 			rule(all, []string{"batch"}, []string{"jobs", "jobs/status", "cronjobs", "cronjobs/status"}),
 			rule(all, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 			rule(all, []string{"coordination.k8s.io"}, []string{"leases"}),
+			rule([]string{"update", "patch"}, []string{"policy"}, []string{"poddisruptionbudgets/status"}),
 		},
 	}
 	bindings := []struct {
