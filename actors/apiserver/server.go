@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/skiff-sh/skiff/actors/apiserver/openapi"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/metrics"
 	"github.com/skiff-sh/skiff/schemas"
@@ -79,6 +80,7 @@ type Server struct {
 	starts  atomic.Int64
 	events  *sharedEvents // watched objects decoded and encoded once for every watcher
 	pods    *podIndex     // pods by spec.nodeName, followed while the apiserver actor runs
+	openapi *openapi.Registry
 }
 
 // New builds a Server over an open state log.
@@ -109,8 +111,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("/healthz", serveOK)
 	s.mux.HandleFunc("/livez", s.serveHealth)
 	s.mux.HandleFunc("/readyz", s.serveReady)
-	s.mux.HandleFunc("/openapi/v3", s.serveOpenAPIRoot)
-	s.mux.HandleFunc("/openapi/v3/", s.serveOpenAPIGroupVersion)
+	s.installOpenAPI()
 	s.mux.HandleFunc("/api/", s.serveResource)
 	s.mux.HandleFunc("/apis/", s.serveResource)
 	s.mux.Handle("/metrics", metrics.Handler())
