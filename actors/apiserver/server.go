@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/skiff-sh/skiff/actors/apiserver/authn/serviceaccount"
+	"github.com/skiff-sh/skiff/actors/apiserver/openapi"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/metrics"
 	"github.com/skiff-sh/skiff/schemas"
@@ -85,6 +86,7 @@ type Server struct {
 	starts  atomic.Int64
 	events  *sharedEvents // watched objects decoded and encoded once for every watcher
 	pods    *podIndex     // pods by spec.nodeName, followed while the apiserver actor runs
+	openapi *openapi.Registry
 }
 
 // New builds a Server over an open state log.
@@ -118,8 +120,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("/healthz", serveOK)
 	s.mux.HandleFunc("/livez", s.serveHealth)
 	s.mux.HandleFunc("/readyz", s.serveReady)
-	s.mux.HandleFunc("/openapi/v3", s.serveOpenAPIRoot)
-	s.mux.HandleFunc("/openapi/v3/", s.serveOpenAPIGroupVersion)
+	s.installOpenAPI()
 	s.mux.HandleFunc("/api/", s.serveResource)
 	s.mux.HandleFunc("/apis/", s.serveResource)
 	s.mux.Handle("/metrics", metrics.Handler())
