@@ -218,6 +218,9 @@ func (s *Server) mutate(ctx context.Context, a *Attributes) error {
 			return asForbidden(a, err)
 		}
 	}
+	if isCRDKind(a.Kind) {
+		return s.admitCRD(ctx, a)
+	}
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/skiff-sh/skiff/actors/apiserver/authn/serviceaccount"
+	"github.com/skiff-sh/skiff/actors/apiserver/crd"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/metrics"
 	"github.com/skiff-sh/skiff/schemas"
@@ -86,6 +87,7 @@ type Server struct {
 	starts  atomic.Int64
 	events  *sharedEvents // watched objects decoded and encoded once for every watcher
 	pods    *podIndex     // pods by spec.nodeName, followed while the apiserver actor runs
+	crds    *crd.Registry // the CustomResourceDefinitions served, followed likewise
 }
 
 // New builds a Server over an open state log.
@@ -112,6 +114,7 @@ func New(o Options) (*Server, error) {
 	if o.ServiceAccountAdmission != nil { // first of the plugins, as kube orders them
 		s.opts.Mutating = append([]AdmissionFunc{s.admitServiceAccount}, o.Mutating...)
 	}
+	s.crds = crd.NewRegistry(s.cleanupCRD, nil)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/api", s.serveCoreVersions)
 	s.mux.HandleFunc("/apis", s.serveGroups)
