@@ -257,3 +257,77 @@ func decodeBody(t *testing.T, resp *http.Response, into any) {
 		t.Fatal(err)
 	}
 }
+
+func TestCRDNonStructuralSchemaIsRefused(t *testing.T) {
+	a, _ := newAPI(t)
+	bad := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"gadgets.example.com"},
+	"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"gadgets","kind":"Gadget"},
+	"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"properties":{"size":{"type":"integer"}}}}}}}]}}`
+	// kube-apiserver's text, whose path names the internal form (identical version schemas
+	// are validated once, as spec.validation).
+	code, body := a.do("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", bad)
+	msg, _ := body["message"].(string)
+	if code != 422 || !strings.Contains(msg, "spec.validation.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields") {
+		t.Fatalf("non-structural CRD: want 422 with the reason, got %d %q", code, msg)
+	}
+	a.mustDo(404, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.com", "", "")
+	a.mustDo(404, "GET", "/apis/example.com/v1/namespaces/default/gadgets", "", "")
+}
+
+func TestCRDDeletionDeletesItsObjects(t *testing.T) {
+	a, _ := newAPI(t)
+	createWidgetCRD(t, a)
+	a.mustDo(201, "POST", widgetsPath, "application/json", widget("plain", `{}`))
+	// A finalizer holds a custom object: deleting marks it, removing the finalizer removes it.
+	a.mustDo(201, "POST", widgetsPath, "application/json",
+		`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"held","finalizers":["example.com/hold"]},"spec":{}}`)
+	out := a.mustDo(200, "DELETE", widgetsPath+"/held", "", "")
+	if get(out, "metadata", "deletionTimestamp") == nil {
+		t.Fatalf("delete of a held widget: %v", out)
+	}
+
+	const crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com"
+	start := time.Now()
+	a.mustDo(200, "DELETE", crdPath, "", "")
+	// Terminating: the CRD stays while "held" does, and "plain" is deleted.
+	for {
+		code, _ := a.do("GET", widgetsPath+"/plain", "", "")
+		if code == 404 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the CRD's objects were not deleted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c := a.mustDo(200, "GET", crdPath, "", "")
+	if get(c, "metadata", "deletionTimestamp") == nil || !strings.Contains(toString(c["status"]), "Terminating") {
+		t.Fatalf("CRD being deleted is not Terminating: %v", c)
+	}
+	a.mustDo(200, "PATCH", widgetsPath+"/held", "application/merge-patch+json", `{"metadata":{"finalizers":null}}`)
+	for {
+		code, _ := a.do("GET", crdPath, "", "")
+		if code == 404 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the CRD was not removed once its objects were gone")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("CRD delete to gone (one object held by a finalizer meanwhile): %v", time.Since(start))
+	for {
+		if code, _ := a.do("GET", widgetsPath, "", ""); code == 404 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("widgets still served after the CRD is gone")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func toString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

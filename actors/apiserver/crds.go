@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,22 @@ func (s *Server) admitCRD(ctx context.Context, a *Attributes) error {
 // their own finalizers hold them); once none is left it drops the CRD's cleanup finalizer,
 // which removes the CRD.
 func (s *Server) cleanupCRD(ctx context.Context, c *apiextensionsv1.CustomResourceDefinition) (bool, error) {
+	crdKind, _ := schemas.ByResource(apiextensionsv1.GroupName, "v1", "customresourcedefinitions")
+	update := func(change func(m metav1.Object)) error {
+		_, err := s.guaranteedUpdate(ctx, crdKind, "", c.Name, "", "update", writeOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+			m := mustMeta(cur)
+			m.SetResourceVersion("")
+			change(m)
+			return cur, nil
+		})
+		return err
+	}
+	if !apihelpers.IsCRDConditionTrue(c, apiextensionsv1.Terminating) {
+		// An unchanged write: admission (crd.Admit) adds the Terminating condition.
+		if err := update(func(metav1.Object) {}); err != nil {
+			return false, err
+		}
+	}
 	kinds, err := crd.KindsFor(c)
 	if err != nil {
 		return false, err
@@ -76,12 +93,8 @@ func (s *Server) cleanupCRD(ctx context.Context, c *apiextensionsv1.CustomResour
 			return false, err
 		}
 	}
-	crdKind, _ := schemas.ByResource(apiextensionsv1.GroupName, "v1", "customresourcedefinitions")
-	_, err = s.guaranteedUpdate(ctx, crdKind, "", c.Name, "", "update", writeOptions{}, func(cur runtime.Object) (runtime.Object, error) {
-		m := mustMeta(cur)
-		m.SetResourceVersion("")
+	err = update(func(m metav1.Object) {
 		m.SetFinalizers(slices.DeleteFunc(m.GetFinalizers(), func(f string) bool { return f == crd.CleanupFinalizer }))
-		return cur, nil
 	})
 	if apierrors.IsNotFound(err) {
 		err = nil
