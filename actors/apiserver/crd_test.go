@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 const widgetSchema = `
@@ -330,4 +332,26 @@ func TestCRDDeletionDeletesItsObjects(t *testing.T) {
 func toString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+func TestCRDOwnerReferencesAreGarbageCollected(t *testing.T) {
+	cp := testutil.StartControlPlane(t)
+	a := api{t: t, base: cp.URL()}
+	createWidgetCRD(t, a)
+	w := a.mustDo(201, "POST", widgetsPath, "application/json", widget("owner", `{}`))
+	uid := get(w, "metadata", "uid").(string)
+	a.mustDo(201, "POST", "/api/v1/namespaces/default/configmaps", "application/json",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dep","ownerReferences":[{"apiVersion":"example.com/v1","kind":"Widget","name":"owner","uid":"`+uid+`"}]}}`)
+	start := time.Now()
+	a.mustDo(200, "DELETE", widgetsPath+"/owner", "", "")
+	for {
+		if code, _ := a.do("GET", "/api/v1/namespaces/default/configmaps/dep", "", ""); code == 404 {
+			break
+		}
+		if time.Since(start) > 15*time.Second {
+			t.Fatal("the ConfigMap owned by a deleted Widget was not collected")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("owner Widget deleted to dependent ConfigMap gone: %v", time.Since(start))
 }
