@@ -28,6 +28,8 @@ type Custom interface {
 	Table(objs []runtime.Object, now time.Time) *metav1.Table
 	// Scale names the fields the scale subresource reads and writes (nil: none).
 	Scale() *ScalePaths
+	// Terminating reports that the CRD is being deleted: no new objects are taken.
+	Terminating() bool
 }
 
 // ScalePaths are the JSON paths (".spec.replicas") of a custom kind's scale subresource.

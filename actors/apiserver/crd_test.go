@@ -306,6 +306,9 @@ func TestCRDDeletionDeletesItsObjects(t *testing.T) {
 	if get(c, "metadata", "deletionTimestamp") == nil || !strings.Contains(toString(c["status"]), "Terminating") {
 		t.Fatalf("CRD being deleted is not Terminating: %v", c)
 	}
+	if code, body := a.do("POST", widgetsPath, "application/json", widget("late", `{}`)); code != 403 || !strings.Contains(toString(body), "terminating") {
+		t.Fatalf("create while the CRD is terminating: want 403, got %d %v", code, body)
+	}
 	a.mustDo(200, "PATCH", widgetsPath+"/held", "application/merge-patch+json", `{"metadata":{"finalizers":null}}`)
 	for {
 		code, _ := a.do("GET", crdPath, "", "")

@@ -34,6 +34,8 @@ type custom struct {
 	cel        *cel.Validator // nil when the schema has no x-kubernetes-validations
 	table      rest.TableConvertor
 	scale      *schemas.ScalePaths
+	// terminating: the CRD is being deleted (kube-apiserver then refuses creates).
+	terminating bool
 }
 
 var _ schemas.Custom = (*custom)(nil)
@@ -115,6 +117,8 @@ func (c *custom) validateScale(u *unstructured.Unstructured) field.ErrorList {
 func splitPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
 
 func (c *custom) Scale() *schemas.ScalePaths { return c.scale }
+
+func (c *custom) Terminating() bool { return c.terminating }
 
 // Table renders the version's additionalPrinterColumns (Name first), with apiextensions'
 // own table convertor.

@@ -123,8 +123,9 @@ func newCustom(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.
 	c := &custom{
 		gvk:        schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind},
 		structural: s, validator: validator, table: table,
-		namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
-		cel:        cel.NewValidator(s, true, celconfig.PerCallLimit),
+		namespaced:  crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		terminating: crd.DeletionTimestamp != nil,
+		cel:         cel.NewValidator(s, true, celconfig.PerCallLimit),
 	}
 	if v.Subresources != nil && v.Subresources.Scale != nil {
 		sc := v.Subresources.Scale
