@@ -4,6 +4,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -14,24 +15,58 @@ import (
 
 // Default fills in what the Kubernetes apiserver sets when a client leaves it out (see package
 // defaults). Idempotent.
-func Default(obj runtime.Object) { defaults.Default(obj) }
+func Default(obj runtime.Object) {
+	if u, c := customOf(obj); u != nil {
+		if c != nil {
+			c.Default(u)
+		}
+		return
+	}
+	defaults.Default(obj)
+}
 
 // DefaultUpdate carries values the server assigned over from the stored object into an update
 // that omits them (a Service's cluster IPs and node ports), as Kubernetes does, then defaults.
-func DefaultUpdate(newObj, oldObj runtime.Object) { defaults.Update(newObj, oldObj) }
+func DefaultUpdate(newObj, oldObj runtime.Object) {
+	if u, _ := customOf(newObj); u != nil {
+		Default(newObj)
+		return
+	}
+	defaults.Update(newObj, oldObj)
+}
 
 // Validate checks a new object after Default (see package validation).
-func Validate(obj runtime.Object) field.ErrorList { return validation.Validate(obj) }
+func Validate(obj runtime.Object) field.ErrorList {
+	if u, c := customOf(obj); u != nil {
+		if c == nil {
+			return field.ErrorList{field.Invalid(field.NewPath("kind"), u.GetKind(), "is not served")}
+		}
+		return c.Validate(u)
+	}
+	return validation.Validate(obj)
+}
 
 // ValidateUpdate checks an update of oldObj to newObj, including the immutable fields.
 func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
+	if u, c := customOf(newObj); u != nil {
+		old, ok := oldObj.(*unstructured.Unstructured)
+		if c == nil || !ok {
+			return Validate(newObj)
+		}
+		return c.ValidateUpdate(u, old)
+	}
 	return validation.ValidateUpdate(newObj, oldObj)
 }
 
 // Table renders objs of kind k as kubectl's server-side table; each row carries the object's
 // JSON (with apiVersion and kind) in Object.Raw.
 func Table(k *Kind, objs []runtime.Object, now time.Time) *metav1.Table {
-	t := printers.Table(k.Resource, objs, now)
+	var t *metav1.Table
+	if k.Custom != nil {
+		t = k.Custom.Table(objs, now)
+	} else {
+		t = printers.Table(k.Resource, objs, now)
+	}
 	for i := range t.Rows {
 		row := &t.Rows[i]
 		if raw, err := EncodeJSON(row.Object.Object); err == nil {

@@ -248,7 +248,7 @@ func decodeTyped(index, item int, gvk schema.GroupVersionKind, raw []byte) (runt
 // unknownKind explains a kind Skiff does not serve, naming the served version when only the
 // version is wrong.
 func unknownKind(gvk schema.GroupVersionKind) error {
-	for _, k := range kinds {
+	for _, k := range allKinds() {
 		if k.GVK.Kind == gvk.Kind {
 			return fmt.Errorf("no %s in apiVersion %q; Skiff serves %s", gvk.Kind, gvk.GroupVersion(), k.GVK.GroupVersion())
 		}
@@ -366,6 +366,13 @@ func decodeObject(k *Kind, data []byte, mode decodeMode) (runtime.Object, []Fiel
 	if (tm.Kind != "" && tm.Kind != k.GVK.Kind) || (tm.APIVersion != "" && tm.APIVersion != k.GVK.GroupVersion().String()) {
 		return nil, nil, fail(nil, fmt.Errorf("the body is a %s (%s) but the request is for %s (%s)",
 			orUnset(tm.Kind), orUnset(tm.APIVersion), k.GVK.Kind, k.GVK.GroupVersion()))
+	}
+	if k.Custom != nil {
+		obj, fe, err := decodeCustom(k, raw, mode == decodeStrict)
+		if err != nil || len(fe) > 0 {
+			return nil, nil, fail(fe, err)
+		}
+		return obj, nil, nil
 	}
 	obj := k.New()
 	var dropped []FieldError

@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -23,11 +24,14 @@ type Kind struct {
 	Resource     string   // plural, "deployments"
 	Singular     string   // "deployment"
 	ShortNames   []string // "deploy"
+	Categories   []string // "all"; set for custom kinds (built-ins: see the apiserver's discovery)
 	Namespaced   bool
 	ListKind     string   // "DeploymentList"
 	Subresources []string // "status", "scale", "binding", "log", "exec"
 	New          func() runtime.Object
 	NewList      func() runtime.Object
+	// Custom is set on kinds defined by a CustomResourceDefinition (see custom.go).
+	Custom Custom
 }
 
 // GroupVersionResource is the kind's resource coordinates.
@@ -53,6 +57,7 @@ var (
 	rbac        = rbacv1.SchemeGroupVersion
 	batch       = batchv1.SchemeGroupVersion
 	policy      = policyv1.SchemeGroupVersion
+	apiext      = apiextensionsv1.SchemeGroupVersion
 )
 
 // kinds is the table every lookup reads; order is the order of Kinds() (discovery output).
@@ -110,6 +115,9 @@ var kinds = []*Kind{
 		New: func() runtime.Object { return &rbacv1.RoleBinding{} }, NewList: func() runtime.Object { return &rbacv1.RoleBindingList{} }},
 	{GVK: rbac.WithKind("ClusterRoleBinding"), Resource: "clusterrolebindings", Singular: "clusterrolebinding",
 		New: func() runtime.Object { return &rbacv1.ClusterRoleBinding{} }, NewList: func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} }},
+	{GVK: apiext.WithKind("CustomResourceDefinition"), Resource: "customresourcedefinitions", Singular: "customresourcedefinition",
+		ShortNames: []string{"crd", "crds"}, Subresources: []string{"status"},
+		New: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} }, NewList: func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} }},
 }
 
 func init() {
@@ -118,12 +126,13 @@ func init() {
 	}
 }
 
-// Kinds returns every served kind in a stable order. Callers must not modify them.
-func Kinds() []*Kind { return kinds }
+// Kinds returns every served kind in a stable order, the built-in ones first, then those of
+// the CustomResourceDefinitions. Callers must not modify them.
+func Kinds() []*Kind { return allKinds() }
 
 // ByResource finds a kind by its API coordinates ("apps", "v1", "deployments"); group "" is core.
 func ByResource(group, version, resource string) (*Kind, bool) {
-	for _, k := range kinds {
+	for _, k := range allKinds() {
 		if k.GVK.Group == group && k.GVK.Version == version && k.Resource == resource {
 			return k, true
 		}
@@ -133,7 +142,7 @@ func ByResource(group, version, resource string) (*Kind, bool) {
 
 // ByGVK finds a kind by group, version and kind.
 func ByGVK(gvk schema.GroupVersionKind) (*Kind, bool) {
-	for _, k := range kinds {
+	for _, k := range allKinds() {
 		if k.GVK == gvk {
 			return k, true
 		}
@@ -170,7 +179,7 @@ func Lookup(s string) (*Kind, bool) {
 // group "" with version "" matches any group (an unqualified name).
 func lookupName(name, version, group string) (*Kind, bool) {
 	qualified := version != "" || group != ""
-	for _, k := range kinds {
+	for _, k := range allKinds() {
 		if qualified && !groupMatches(k, group) {
 			continue
 		}

@@ -63,8 +63,8 @@ func TestKindsAreConsistent(t *testing.T) {
 			t.Errorf("%s: New returns a shared object", k.Resource)
 		}
 	}
-	if len(seen) != 21 {
-		t.Errorf("%d kinds; want 21", len(seen))
+	if len(seen) != 22 {
+		t.Errorf("%d kinds; want 22", len(seen))
 	}
 	for _, gvk := range []schema.GroupVersionKind{
 		{Version: "v1", Kind: "Binding"}, {Group: "autoscaling", Version: "v1", Kind: "Scale"},

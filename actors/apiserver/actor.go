@@ -58,6 +58,7 @@ func (a *apiActor) Receive(ctx actorkit.Context) {
 		}
 		srv := a.cfg.Server
 		actorkit.Go(ctx, "pods by node", func(ctx context.Context) { srv.pods.run(ctx, srv.log) })
+		actorkit.Go(ctx, "custom resource definitions", func(ctx context.Context) { srv.crds.Run(ctx, srv.log) })
 	case *actorkit.Stopping, *actorkit.Restarting:
 		a.stop()
 	case *actorkit.Crash:

@@ -118,6 +118,9 @@ func (s *Server) create(ctx context.Context, k *schemas.Kind, ns string, body []
 
 func (s *Server) createObject(ctx context.Context, k *schemas.Kind, ns string, obj runtime.Object, wo writeOptions) (runtime.Object, error) {
 	m := mustMeta(obj)
+	if k.Custom != nil && k.Custom.Terminating() {
+		return nil, apierrors.NewForbidden(groupResource(k), m.GetName(), errors.New("create not allowed while custom resource definition is terminating"))
+	}
 	if k.Namespaced {
 		if m.GetNamespace() == "" {
 			m.SetNamespace(ns)
@@ -225,6 +228,9 @@ func (s *Server) mutate(ctx context.Context, a *Attributes) error {
 		if err := f(ctx, a); err != nil {
 			return asForbidden(a, err)
 		}
+	}
+	if isCRDKind(a.Kind) {
+		return s.admitCRD(ctx, a)
 	}
 	return nil
 }

@@ -31,7 +31,8 @@ func (s *Server) serveCoreVersions(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// groupVersions lists every served group/version except the core group.
+// groupVersions lists every served group/version except the core group, by group, each
+// group's versions in preference order (the order of schemas.Kinds()).
 func groupVersions() []schema.GroupVersion {
 	seen := map[schema.GroupVersion]bool{}
 	var out []schema.GroupVersion
@@ -47,16 +48,26 @@ func groupVersions() []schema.GroupVersion {
 			out = append(out, gv)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out
+}
+
+// apiGroups folds groupVersions into discovery's groups, the first version preferred.
+func apiGroups() []metav1.APIGroup {
+	var out []metav1.APIGroup
+	for _, gv := range groupVersions() {
+		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
+		if n := len(out); n > 0 && out[n-1].Name == gv.Group {
+			out[n-1].Versions = append(out[n-1].Versions, v)
+			continue
+		}
+		out = append(out, metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
+	}
 	return out
 }
 
 func (s *Server) serveGroups(w http.ResponseWriter, _ *http.Request) {
-	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
-	for _, gv := range groupVersions() {
-		v := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
-		list.Groups = append(list.Groups, metav1.APIGroup{Name: gv.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
-	}
+	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: apiGroups()}
 	writeJSON(w, http.StatusOK, list)
 }
 
@@ -71,11 +82,10 @@ func (s *Server) serveGroupVersion(w http.ResponseWriter, r *http.Request) bool 
 	case len(parts) == 3 && parts[0] == "apis":
 		gv = schema.GroupVersion{Group: parts[1], Version: parts[2]}
 	case len(parts) == 2 && parts[0] == "apis":
-		for _, g := range groupVersions() {
-			if g.Group == parts[1] {
-				v := metav1.GroupVersionForDiscovery{GroupVersion: g.String(), Version: g.Version}
-				writeJSON(w, http.StatusOK, &metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
-					Name: g.Group, Versions: []metav1.GroupVersionForDiscovery{v}, PreferredVersion: v})
+		for _, g := range apiGroups() {
+			if g.Name == parts[1] {
+				g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+				writeJSON(w, http.StatusOK, &g)
 				return true
 			}
 		}
@@ -107,6 +117,9 @@ func resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 			Verbs: allVerbs, ShortNames: k.ShortNames}
 		if categoryAll[k.Resource] {
 			res.Categories = []string{"all"}
+		}
+		if k.Custom != nil {
+			res.Categories = k.Categories
 		}
 		out = append(out, res)
 		for _, sub := range k.Subresources {

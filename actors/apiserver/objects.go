@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -62,11 +63,20 @@ func hasSubresource(k *schemas.Kind, sub string) bool {
 
 // toMap and fromMap move objects through their JSON shape so that top-level sections (spec,
 // status, metadata) can be swapped generically for every kind.
+// An unstructured object's map is copied: callers change what they get.
 func toMap(obj runtime.Object) (map[string]any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return runtime.DeepCopyJSON(u.Object), nil
+	}
 	return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 }
 
 func fromMap(k *schemas.Kind, m map[string]any) (runtime.Object, error) {
+	if k.Custom != nil {
+		u := &unstructured.Unstructured{Object: m}
+		setTypeMeta(u, k)
+		return u, nil
+	}
 	obj := k.New()
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, obj); err != nil {
 		return nil, err

@@ -52,7 +52,11 @@ func limitJSONPatchCopies(limit int64) {
 func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, contentType string, body []byte, wo writeOptions) (runtime.Object, error) {
 	pt := types.PatchType(strings.TrimSpace(strings.Split(contentType, ";")[0]))
 	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	case types.StrategicMergePatchType:
+		if k.Custom != nil { // no Go type to take merge keys from, as in kube-apiserver
+			return nil, unsupportedMediaType(contentType)
+		}
+	case types.JSONPatchType, types.MergePatchType:
 	case types.ApplyYAMLPatchType:
 		return s.apply(ctx, k, ns, name, sub, body, wo)
 	default:

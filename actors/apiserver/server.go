@@ -15,8 +15,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/skiff-sh/skiff/actors/apiserver/authn/serviceaccount"
+	"github.com/skiff-sh/skiff/actors/apiserver/crd"
 	"github.com/skiff-sh/skiff/actors/apiserver/openapi"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/metrics"
@@ -87,6 +89,8 @@ type Server struct {
 	events  *sharedEvents // watched objects decoded and encoded once for every watcher
 	pods    *podIndex     // pods by spec.nodeName, followed while the apiserver actor runs
 	openapi *openapi.Registry
+	crds    *crd.Registry                // the CustomResourceDefinitions served, followed likewise
+	crdGVs  map[schema.GroupVersion]bool // group versions whose OpenAPI documents CRDs give
 }
 
 // New builds a Server over an open state log.
@@ -113,6 +117,7 @@ func New(o Options) (*Server, error) {
 	if o.ServiceAccountAdmission != nil { // first of the plugins, as kube orders them
 		s.opts.Mutating = append([]AdmissionFunc{s.admitServiceAccount}, o.Mutating...)
 	}
+	s.crds = crd.NewRegistry(s.cleanupCRD, nil)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/api", s.serveCoreVersions)
 	s.mux.HandleFunc("/apis", s.serveGroups)
@@ -121,6 +126,7 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("/livez", s.serveHealth)
 	s.mux.HandleFunc("/readyz", s.serveReady)
 	s.installOpenAPI()
+	s.crds.OnServed(s.publishCRDOpenAPI)
 	s.mux.HandleFunc("/api/", s.serveResource)
 	s.mux.HandleFunc("/apis/", s.serveResource)
 	s.mux.Handle("/metrics", metrics.Handler())

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -105,6 +107,8 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 		sc.Spec.Replicas, sc.Status.Replicas, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
 	case *appsv1.ReplicaSet:
 		sc.Spec.Replicas, sc.Status.Replicas, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
+	case *unstructured.Unstructured:
+		return customScale(sc, o)
 	default:
 		return nil, apierrors.NewBadRequest("this kind has no scale subresource")
 	}
@@ -115,6 +119,26 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 	}
 	return sc, nil
 }
+
+// customScale reads a custom object's scale through its CRD's paths (specReplicasPath,
+// statusReplicasPath, labelSelectorPath).
+func customScale(sc *autoscalingv1.Scale, u *unstructured.Unstructured) (*autoscalingv1.Scale, error) {
+	k, ok := schemas.ByGVK(u.GroupVersionKind())
+	if !ok || k.Custom == nil || k.Custom.Scale() == nil {
+		return nil, apierrors.NewBadRequest("this kind has no scale subresource")
+	}
+	p := k.Custom.Scale()
+	spec, _, _ := unstructured.NestedInt64(u.Object, jsonPath(p.SpecReplicas)...)
+	status, _, _ := unstructured.NestedInt64(u.Object, jsonPath(p.StatusReplicas)...)
+	sc.Spec.Replicas, sc.Status.Replicas = int32(spec), int32(status)
+	if p.LabelSelector != "" {
+		sc.Status.Selector, _, _ = unstructured.NestedString(u.Object, jsonPath(p.LabelSelector)...)
+	}
+	return sc, nil
+}
+
+// jsonPath splits ".spec.replicas" into its fields.
+func jsonPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
 
 func deref(p *int32) int32 {
 	if p == nil {
@@ -140,6 +164,12 @@ func (s *Server) updateScale(ctx context.Context, k *schemas.Kind, ns, name stri
 			o.Spec.Replicas = &r
 		case *appsv1.ReplicaSet:
 			o.Spec.Replicas = &r
+		case *unstructured.Unstructured:
+			if p := k.Custom.Scale(); p != nil {
+				if err := unstructured.SetNestedField(o.Object, int64(r), jsonPath(p.SpecReplicas)...); err != nil {
+					return nil, badRequest("%s: %v", p.SpecReplicas, err)
+				}
+			}
 		}
 		return cur, nil
 	})

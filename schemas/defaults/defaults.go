@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -43,6 +44,8 @@ func Default(obj runtime.Object) {
 		Subjects(o.Subjects)
 	case *rbacv1.ClusterRoleBinding:
 		Subjects(o.Subjects)
+	case *apiextensionsv1.CustomResourceDefinition:
+		apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(o)
 	case *coordinationv1.Lease, *policyv1.PodDisruptionBudget, *corev1.ConfigMap, *corev1.ServiceAccount, *corev1.Node, *corev1.Event, *rbacv1.Role, *rbacv1.ClusterRole:
 		// Nothing is defaulted.
 	}

@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -63,6 +64,8 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return RoleBinding(o)
 	case *rbacv1.ClusterRoleBinding:
 		return ClusterRoleBinding(o)
+	case *apiextensionsv1.CustomResourceDefinition:
+		return CustomResourceDefinition(o)
 	}
 	return field.ErrorList{field.InternalError(nil, fmt.Errorf("no validation for %T", obj))}
 }
@@ -77,6 +80,10 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	}
 	errs := Validate(newObj)
 	switch n := newObj.(type) {
+	case *apiextensionsv1.CustomResourceDefinition:
+		if o, ok := oldObj.(*apiextensionsv1.CustomResourceDefinition); ok {
+			return CustomResourceDefinitionUpdate(n, o)
+		}
 	case *corev1.Pod:
 		if o, ok := oldObj.(*corev1.Pod); ok {
 			return append(errs, podUpdate(n, o)...)

@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
@@ -43,6 +45,32 @@ type Controller struct {
 	// Receive handles the actor's other messages (commands to this controller); may be nil.
 	Receive func(ctx actorkit.Context)
 	Logger  *slog.Logger
+
+	mu      sync.Mutex
+	added   []Watch       // by AddWatch, kept for later incarnations
+	running *actorkit.PID // the current incarnation, nil while none runs
+	sys     *actorkit.System
+}
+
+// addWatch asks a running incarnation to subscribe to a watch added by AddWatch.
+type addWatch struct{ w Watch }
+
+// AddWatch adds a watch while the controller runs (an informer of a kind that appeared since,
+// such as a CustomResourceDefinition's): the current incarnation subscribes to it (its
+// informer replays its cache as adds), and every later one too.
+func (c *Controller) AddWatch(w Watch) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.added = append(c.added, w)
+	if c.running != nil {
+		c.sys.Send(c.running, &addWatch{w: w})
+	}
+}
+
+func (c *Controller) watches() []Watch {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append(slices.Clip(c.Watches), c.added...)
 }
 
 // FaultEvent and FaultReconcile name the controller's fault points (actorkit.InjectPanic).
@@ -77,6 +105,8 @@ func (a *controllerActor) Receive(ctx actorkit.Context) {
 		a.stop()
 	case *informer.Event:
 		a.deliver(m)
+	case *addWatch:
+		a.subs.Add(actorkit.SystemOf(ctx), ctx.Self(), m.w.Informer, m.w.Handler)
 	default:
 		if a.c.Receive != nil {
 			a.c.Receive(ctx)
@@ -97,7 +127,11 @@ func (a *controllerActor) start(actx actorkit.Context) {
 	c := a.c
 	q := c.Queue.renew()
 	sys, self := actorkit.SystemOf(actx), actx.Self()
-	for _, w := range c.Watches {
+	c.mu.Lock()
+	c.running, c.sys = self, sys
+	watches := append(slices.Clip(c.Watches), c.added...)
+	c.mu.Unlock()
+	for _, w := range watches {
 		a.subs.Add(sys, self, w.Informer, w.Handler)
 	}
 	synced := make(chan struct{})
@@ -138,13 +172,16 @@ func (a *controllerActor) start(actx actorkit.Context) {
 
 func (c *Controller) informers() []*informer.Informer {
 	out := append([]*informer.Informer(nil), c.WaitFor...)
-	for _, w := range c.Watches {
+	for _, w := range c.watches() {
 		out = append(out, w.Informer)
 	}
 	return out
 }
 
 func (a *controllerActor) stop() {
+	a.c.mu.Lock()
+	a.c.running = nil
+	a.c.mu.Unlock()
 	a.subs.Stop()
 	a.c.Queue.shutDown() // the workers' Get returns; they are stopped with this actor
 }

@@ -11,13 +11,16 @@ import (
 	"sync"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/apiserver/crd"
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/schemas"
@@ -37,9 +40,14 @@ type Config struct {
 }
 
 type controller struct {
-	client *apiclient.Client
-	infs   map[*schemas.Kind]*informer.Informer
-	queue  *controllerkit.Queue
+	client   *apiclient.Client
+	factory  *informer.Factory
+	ctl      *controllerkit.Controller
+	queue    *controllerkit.Queue
+	infMu    sync.RWMutex
+	infs     map[schema.GroupResource]*informer.Informer // every watched kind's
+	kindsOf  map[schema.GroupResource]*schemas.Kind
+	watching map[schema.GroupResource]bool
 
 	mu         sync.Mutex
 	dependents map[types.UID]map[string]bool // owner UID -> storage keys of its dependents
@@ -47,27 +55,28 @@ type controller struct {
 }
 
 // New returns the producer of the garbage collector actor. It watches every served kind but
-// Events.
+// Events, and the kinds of CustomResourceDefinitions as they appear.
 func New(cfg Config) func() actorkit.Actor {
 	if cfg.ResyncEvery <= 0 {
 		cfg.ResyncEvery = time.Minute
 	}
-	c := &controller{client: cfg.Client, infs: map[*schemas.Kind]*informer.Informer{}, queue: &controllerkit.Queue{},
+	c := &controller{client: cfg.Client, factory: cfg.Informers, queue: &controllerkit.Queue{},
+		infs: map[schema.GroupResource]*informer.Informer{}, kindsOf: map[schema.GroupResource]*schemas.Kind{},
+		watching:   map[schema.GroupResource]bool{},
 		dependents: map[types.UID]map[string]bool{}, byUID: map[types.UID]string{}}
 	var watches []controllerkit.Watch
 	for _, k := range schemas.Kinds() {
-		if k.GVK.Group == "" && k.GVK.Kind == "Event" {
+		if (k.GVK.Group == "" && k.GVK.Kind == "Event") || k.Custom != nil {
 			continue
 		}
-		inf := cfg.Informers.ForKind(k, "")
-		c.infs[k] = inf
-		watches = append(watches, controllerkit.Watch{Informer: inf, Handler: informer.Funcs{
-			Add:    func(o runtime.Object) { c.changed(k, nil, o) },
-			Update: func(old, o runtime.Object) { c.changed(k, old, o) },
-			Delete: func(o runtime.Object) { c.deleted(k, o) },
-		}})
+		watches = append(watches, c.watch(k))
 	}
-	ctl := &controllerkit.Controller{
+	watches = append(watches, controllerkit.Watch{Informer: cfg.Informers.For(apiextensionsv1.GroupName, "customresourcedefinitions"),
+		Handler: informer.Funcs{
+			Add:    func(o runtime.Object) { c.crdSeen(o) },
+			Update: func(_, o runtime.Object) { c.crdSeen(o) },
+		}})
+	c.ctl = &controllerkit.Controller{
 		Name:        Name,
 		Workers:     cfg.Workers,
 		Watches:     watches,
@@ -77,7 +86,61 @@ func New(cfg Config) func() actorkit.Actor {
 		ResyncEvery: cfg.ResyncEvery,
 		Logger:      cfg.Logger,
 	}
-	return ctl.Producer()
+	return c.ctl.Producer()
+}
+
+// watch files k's informer and returns the watch that feeds the graph from it.
+func (c *controller) watch(k *schemas.Kind) controllerkit.Watch {
+	inf := c.factory.ForKind(k, "")
+	gr := k.GroupVersionResource().GroupResource()
+	c.infMu.Lock()
+	c.infs[gr], c.kindsOf[gr], c.watching[gr] = inf, k, true
+	c.infMu.Unlock()
+	return controllerkit.Watch{Informer: inf, Handler: informer.Funcs{
+		Add:    func(o runtime.Object) { c.changed(k, nil, o) },
+		Update: func(old, o runtime.Object) { c.changed(k, old, o) },
+		Delete: func(o runtime.Object) { c.deleted(k, o) },
+	}}
+}
+
+// crdSeen starts watching the kind a CustomResourceDefinition defines, once per resource
+// (its versions share the stored objects).
+func (c *controller) crdSeen(o runtime.Object) {
+	def, ok := o.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return
+	}
+	c.infMu.RLock()
+	seen := c.watching[schema.GroupResource{Group: def.Spec.Group, Resource: def.Spec.Names.Plural}]
+	c.infMu.RUnlock()
+	if seen {
+		return
+	}
+	ks, err := crd.KindsFor(def)
+	if err != nil || len(ks) == 0 {
+		return
+	}
+	c.ctl.AddWatch(c.watch(ks[0]))
+}
+
+// customKind finds a watched custom kind by group and Kind, for a process whose lookups do
+// not serve CRDs (no apiserver in it): a reference's version may be any served one.
+func (c *controller) customKind(group, kind string) (*schemas.Kind, bool) {
+	c.infMu.RLock()
+	defer c.infMu.RUnlock()
+	for gr, k := range c.kindsOf {
+		if gr.Group == group && k.Custom != nil && k.GVK.Kind == kind {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// informerOf is the informer of k's resource, nil when it is not watched.
+func (c *controller) informerOf(k *schemas.Kind) *informer.Informer {
+	c.infMu.RLock()
+	defer c.infMu.RUnlock()
+	return c.infs[k.GroupVersionResource().GroupResource()]
 }
 
 func keyOf(k *schemas.Kind, m metav1.Object) string {
@@ -85,7 +148,9 @@ func keyOf(k *schemas.Kind, m metav1.Object) string {
 }
 
 // parseKey undoes schemas.StorageKey ("<group or core>/<resource>/<namespace or _>/<name>").
-func parseKey(key string) (*schemas.Kind, string, string, bool) {
+func (c *controller) parseKey(key string) (*schemas.Kind, string, string, bool) {
+	c.infMu.RLock()
+	defer c.infMu.RUnlock()
 	parts := strings.SplitN(key, "/", 4)
 	if len(parts) != 4 {
 		return nil, "", "", false
@@ -94,7 +159,7 @@ func parseKey(key string) (*schemas.Kind, string, string, bool) {
 	if group == "core" {
 		group = ""
 	}
-	k, ok := schemas.ByResource(group, "v1", parts[1])
+	k, ok := c.kindsOf[schema.GroupResource{Group: group, Resource: parts[1]}]
 	if !ok {
 		return nil, "", "", false
 	}
@@ -230,7 +295,13 @@ func (c *controller) enqueueUID(uid types.UID) {
 }
 
 func (c *controller) resync() {
-	for k, inf := range c.infs {
+	c.infMu.RLock()
+	infs := make(map[*schemas.Kind]*informer.Informer, len(c.infs))
+	for gr, inf := range c.infs {
+		infs[c.kindsOf[gr]] = inf
+	}
+	c.infMu.RUnlock()
+	for k, inf := range infs {
 		for _, o := range inf.List(func(o runtime.Object) bool { return interesting(controllerkit.Meta(o)) }) {
 			c.queue.Add(keyOf(k, controllerkit.Meta(o)))
 		}

@@ -15,11 +15,11 @@ import (
 )
 
 func (c *controller) sync(ctx context.Context, key string) error {
-	k, ns, name, ok := parseKey(key)
-	if !ok || c.infs[k] == nil {
+	k, ns, name, ok := c.parseKey(key)
+	if !ok || c.informerOf(k) == nil {
 		return nil
 	}
-	o, ok := c.infs[k].Get(ns, name)
+	o, ok := c.informerOf(k).Get(ns, name)
 	if !ok {
 		return nil
 	}
@@ -53,6 +53,9 @@ func (c *controller) ownerOf(ctx context.Context, ns string, ref metav1.OwnerRef
 	}
 	k, ok := schemas.ByGVK(gv.WithKind(ref.Kind))
 	if !ok {
+		k, ok = c.customKind(gv.Group, ref.Kind)
+	}
+	if !ok {
 		return solid, nil
 	}
 	if !k.Namespaced {
@@ -68,7 +71,7 @@ func (c *controller) ownerOf(ctx context.Context, ns string, ref metav1.OwnerRef
 		}
 		return solid
 	}
-	if inf := c.infs[k]; inf != nil {
+	if inf := c.informerOf(k); inf != nil {
 		if o, ok := inf.Get(ns, ref.Name); ok && state(o) != absent {
 			return state(o), nil
 		}
@@ -150,11 +153,11 @@ func ignoreNotFound(err error) error {
 func (c *controller) dependentObjects(owner metav1.Object) []dependent {
 	var out []dependent
 	for _, key := range c.dependentsOf(owner.GetUID()) {
-		k, ns, name, ok := parseKey(key)
-		if !ok || c.infs[k] == nil {
+		k, ns, name, ok := c.parseKey(key)
+		if !ok || c.informerOf(k) == nil {
 			continue
 		}
-		if o, ok := c.infs[k].Get(ns, name); ok {
+		if o, ok := c.informerOf(k).Get(ns, name); ok {
 			out = append(out, dependent{kind: k, obj: o})
 		}
 	}

@@ -1,0 +1,90 @@
+package apiserver_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiff-sh/skiff/testkit/testutil"
+)
+
+const kubectlWidgets = `apiVersion: example.com/v1
+kind: Widget
+metadata: {name: small}
+spec: {size: 2, color: red}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: big}
+spec: {size: 40, color: blue}
+`
+
+func TestKubectlCustomResources(t *testing.T) {
+	cp := testutil.StartControlPlane(t, apiOnly)
+	kubectl := kubectlEnv(t, cp.URL())
+	if out, err := kubectl("apply", "-f", writeFile(t, "crd.yaml", widgetCRD)); err != nil || !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created") {
+		t.Fatalf("kubectl apply crd: %v\n%s", err, out)
+	}
+	if out, err := kubectl("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=10s"); err != nil {
+		t.Fatalf("kubectl wait: %v\n%s", err, out)
+	}
+	out, err := kubectl("apply", "-f", writeFile(t, "widgets.yaml", kubectlWidgets))
+	if err != nil || !strings.Contains(out, "widget.example.com/small created") {
+		t.Fatalf("kubectl apply widgets: %v\n%s", err, out)
+	}
+	// Printer columns from the CRD, by plural, short name and category.
+	for _, what := range []string{"widgets", "wd", "all"} {
+		out, err = kubectl("get", what)
+		if err != nil {
+			t.Fatalf("kubectl get %s: %v\n%s", what, err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if !strings.Contains(out, "small") || !strings.Contains(out, "big") {
+			t.Fatalf("kubectl get %s:\n%s", what, out)
+		}
+		if what != "all" && (len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "NAME SIZE COLOR AGE" ||
+			strings.Join(strings.Fields(lines[1])[:3], " ") != "big 40 blue") {
+			t.Fatalf("kubectl get %s: want the printer columns, got\n%s", what, out)
+		}
+	}
+	// Client-side apply of a change is a merge patch; validation errors come back with the field.
+	out, err = kubectl("apply", "-f", writeFile(t, "w.yaml", strings.Replace(kubectlWidgets, "size: 2", "size: 3", 1)))
+	if err != nil || !strings.Contains(out, "widget.example.com/small configured") {
+		t.Fatalf("kubectl apply change: %v\n%s", err, out)
+	}
+	out, err = kubectl("apply", "-f", writeFile(t, "bad.yaml", strings.Replace(kubectlWidgets, "size: 2", "size: 0", 1)))
+	if err == nil || !strings.Contains(out, "spec.size") {
+		t.Fatalf("kubectl apply invalid: want an error naming spec.size, got %v\n%s", err, out)
+	}
+	if out, err = kubectl("scale", "widget/small", "--replicas=3"); err != nil || !strings.Contains(out, "scaled") {
+		t.Fatalf("kubectl scale: %v\n%s", err, out)
+	}
+
+	// get -w sees a widget created after it started.
+	bin := testutil.BuildBinary(t, "./services/kubectl")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := exec.CommandContext(ctx, bin, "--server", cp.URL(), "get", "widgets", "-w", "--no-headers", "-n", "default")
+	w.Env = append(os.Environ(), "HOME="+t.TempDir())
+	stdout, _ := w.StdoutPipe()
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = w.Wait() }()
+	lines := bufio.NewScanner(stdout)
+	for i := 0; i < 2 && lines.Scan(); i++ { // the two listed first
+	}
+	if out, err := kubectl("create", "-f", writeFile(t, "late.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: late}\nspec: {size: 5}\n")); err != nil {
+		t.Fatalf("kubectl create: %v\n%s", err, out)
+	}
+	for lines.Scan() {
+		if f := strings.Fields(lines.Text()); len(f) > 1 && f[0] == "late" && f[1] == "5" {
+			return
+		}
+	}
+	t.Fatal("kubectl get -w did not show the widget created while it watched")
+}
