@@ -18,7 +18,6 @@ spec:
   template:
     metadata: {labels: {app: web}}
     spec:
-      nodeSelector: {kubernetes.io/hostname: sim-0}
       containers: [{name: c, image: skiff.local/httpecho:v1}]
 `
 
@@ -67,6 +66,8 @@ func TestKubectlDrainHonoursDisruptionBudget(t *testing.T) {
 	}
 	t.Cleanup(func() { cp.Actors.Stop(pid) })
 	kubectl := kubectlEnv(t, cp.URL())
+	// Both pods on sim-0: sim-1 takes none until the drain.
+	kubectlUntil(t, kubectl, "node/sim-1 cordoned", "cordon", "sim-1")
 	if out, err := kubectl("apply", "-f", writeFile(t, "web.yaml", drainManifest), "-f", writeFile(t, "pdb.yaml", drainPDB)); err != nil {
 		t.Fatalf("apply: %v\n%s", err, out)
 	}
@@ -76,6 +77,9 @@ func TestKubectlDrainHonoursDisruptionBudget(t *testing.T) {
 		t.Fatalf("kubectl get pdb:\n%s", out)
 	}
 	kubectlUntil(t, kubectl, "2/2", "get", "deploy", "web")
+	if out, err := kubectl("uncordon", "sim-1"); err != nil {
+		t.Fatalf("uncordon: %v\n%s", err, out)
+	}
 
 	// The budget blocks the drain: kubectl cordons, then retries the 429 until its timeout.
 	start := time.Now()
@@ -90,17 +94,14 @@ func TestKubectlDrainHonoursDisruptionBudget(t *testing.T) {
 		t.Fatalf("pods evicted despite the budget:\n%s", out)
 	}
 
-	// Let one go (and let the replacements run elsewhere): drain evicts both, one at a time.
+	// Let one go: drain evicts both, the second once the first's replacement runs on sim-1.
 	if out, err := kubectl("patch", "pdb", "web", "--type=merge", "-p", `{"spec":{"minAvailable":1}}`); err != nil {
 		t.Fatalf("patch pdb: %v\n%s", err, out)
-	}
-	if out, err := kubectl("patch", "deploy", "web", "--type=json", "-p", `[{"op":"remove","path":"/spec/template/spec/nodeSelector"}]`); err != nil {
-		t.Fatalf("patch deploy: %v\n%s", err, out)
 	}
 	kubectlUntil(t, kubectl, "web 1 N/A 1 ", "get", "pdb", "web")
 	start = time.Now()
 	out, err = kubectl("drain", "sim-0", "--ignore-daemonsets", "--timeout=50s")
-	if err != nil || !strings.Contains(out, "evicting pod default/") || !strings.Contains(out, "node/sim-0 drained") {
+	if err != nil || strings.Count(out, "evicted") != 2 || !strings.Contains(out, "node/sim-0 drained") {
 		t.Fatalf("drain: %v\n%s", err, out)
 	}
 	t.Logf("drain of sim-0 with minAvailable=1: %v", time.Since(start).Round(time.Millisecond))
