@@ -87,6 +87,11 @@ func (cp *ControlPlane) startAPIEndpoints(ctx context.Context) error {
 		ttl = DefaultEndpointTTL
 	}
 	r := &endpointReconciler{cp: cp, leases: leases, self: self, ttl: ttl}
+	// The first round before Start returns: the Service exists once the API answers, and a
+	// caller's first look at the log does not race these writes.
+	if err := r.reconcile(ctx); err != nil {
+		return err
+	}
 	return cp.spawn(APIEndpoints, func() actorkit.Actor { return r })
 }
 

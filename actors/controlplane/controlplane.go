@@ -238,7 +238,13 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if !cfg.Runs(APIServer) {
 		return cp, nil // nothing here answers the API; the components retry until a replica does
 	}
-	return cp, cp.waitReady(ctx)
+	if err := cp.waitReady(ctx); err != nil {
+		return cp, err
+	}
+	if err := cp.startAPIEndpoints(ctx); err != nil {
+		return cp, fmt.Errorf("kubernetes service: %w", err)
+	}
+	return cp, nil
 }
 
 // startAPIServer serves the API over NATS (a queue group shared by every replica) and HTTP.
@@ -269,9 +275,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	})); err != nil {
 		return err
 	}
-	if err := cp.startAPIEndpoints(ctx); err != nil {
-		return fmt.Errorf("kubernetes service: %w", err)
-	}
+
 	if cfg.CompactEvery > 0 {
 		return cp.run(elected{leaseName: CompactorLease, loop: cp.compactLoop})
 	}
