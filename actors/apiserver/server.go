@@ -207,6 +207,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	wo.userAgent = r.UserAgent()
 	wo.warnings = newWarnings(w)
 	if msg := deprecationWarning(k); msg != "" {
 		wo.warnings.add(msg)
@@ -292,6 +293,12 @@ type writeOptions struct {
 	warn         bool // fieldValidation=Warn (the default): unknown fields are warnings
 	fieldManager string
 	warnings     *warnings // the response's Warning headers; nil = none sent (internal writes)
+	userAgent    string    // names the manager when fieldManager is empty
+	force        string    // apply's force parameter, as sent
+	// applied marks a write whose managedFields the apply already computed; trackAs records
+	// the write's changes as those of a subresource (scale) that has no field manager of its own.
+	applied bool
+	trackAs string
 }
 
 func writeOptionsFrom(info requestInfo) (writeOptions, error) {
@@ -301,5 +308,6 @@ func writeOptionsFrom(info requestInfo) (writeOptions, error) {
 		strict:       fv == "Strict",
 		warn:         fv == "Warn",
 		fieldManager: info.query.Get("fieldManager"),
+		force:        info.query.Get("force"),
 	}, err
 }
