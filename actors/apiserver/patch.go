@@ -49,31 +49,32 @@ func limitJSONPatchCopies(limit int64) {
 }
 
 // patch applies a JSON, merge, strategic-merge or apply patch to the stored object and writes
-// the result through the same update path as PUT.
-func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, contentType string, body []byte, wo writeOptions) (runtime.Object, error) {
+// the result through the same update path as PUT; created tells an apply that created it.
+func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, contentType string, body []byte, wo writeOptions) (obj runtime.Object, created bool, err error) {
 	pt := types.PatchType(strings.TrimSpace(strings.Split(contentType, ";")[0]))
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
 	default:
-		return nil, unsupportedMediaType(contentType)
+		return nil, false, unsupportedMediaType(contentType)
 	}
 	if len(body) == 0 {
-		return nil, badRequest("the patch body is empty")
+		return nil, false, badRequest("the patch body is empty")
 	}
 	if err := checkPatchOptions(pt, wo); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if pt == types.ApplyYAMLPatchType {
 		return s.apply(ctx, k, ns, name, sub, body, wo)
 	}
 	if sub == "scale" {
-		return s.patchScale(ctx, k, ns, name, pt, body, wo)
+		obj, err = s.patchScale(ctx, k, ns, name, pt, body, wo)
+		return obj, false, err
 	}
 	// A patch that failed on a revision fails the same way on it again: the retry on a
 	// consistent read (onLatest) does not repeat the work when the revision has not moved.
 	var failedRV string
 	var failed error
-	return s.guaranteedUpdate(ctx, k, ns, name, sub, "patch", wo, func(cur runtime.Object) (runtime.Object, error) {
+	obj, err = s.guaranteedUpdate(ctx, k, ns, name, sub, "patch", wo, func(cur runtime.Object) (runtime.Object, error) {
 		rv := mustMeta(cur).GetResourceVersion()
 		if failed != nil && rv == failedRV {
 			return nil, failed
@@ -92,6 +93,7 @@ func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, cont
 		}
 		return s.decodeBody(k, out, wo)
 	})
+	return obj, false, err
 }
 
 // patchScale patches the Scale view of an object (kubectl scale sends a merge patch).
@@ -202,31 +204,31 @@ func patchError(err error) error {
 // object (or a new one when it is missing) by the kind's schema, and the manager's managedFields
 // entry decides which fields it gives up, which it keeps and where it conflicts with another
 // manager (409 unless force).
-func (s *Server) apply(ctx context.Context, k *schemas.Kind, ns, name, sub string, body []byte, wo writeOptions) (runtime.Object, error) {
+func (s *Server) apply(ctx context.Context, k *schemas.Kind, ns, name, sub string, body []byte, wo writeOptions) (runtime.Object, bool, error) {
 	if sub == "scale" {
-		return nil, badRequest("server-side apply of the scale subresource is not supported: apply the %s, or patch its scale", k.GVK.Kind)
+		return nil, false, badRequest("server-side apply of the scale subresource is not supported: apply the %s, or patch its scale", k.GVK.Kind)
 	}
 	patchJSON, err := yaml.YAMLToJSON(body)
 	if err != nil {
-		return nil, badRequest("apply configuration: %v", err)
+		return nil, false, badRequest("apply configuration: %v", err)
 	}
 	// A strict decode first, so that a bad field is refused with its path and nothing written.
 	strict := wo
 	strict.strict = true
 	applied, err := s.decodeBody(k, patchJSON, strict)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if mustMeta(applied).GetName() != name {
-		return nil, badRequest("the name of the applied object (%s) does not match the name on the URL (%s)", mustMeta(applied).GetName(), name)
+		return nil, false, badRequest("the name of the applied object (%s) does not match the name on the URL (%s)", mustMeta(applied).GetName(), name)
 	}
 	config := &unstructured.Unstructured{}
 	if err := json.Unmarshal(patchJSON, &config.Object); err != nil {
-		return nil, badRequest("apply configuration: %v", err)
+		return nil, false, badRequest("apply configuration: %v", err)
 	}
 	fm, err := fieldManagerFor(k, sub)
 	if err != nil {
-		return nil, apierrors.NewInternalError(err)
+		return nil, false, apierrors.NewInternalError(err)
 	}
 	force, _ := parseForce(wo.force) // checked with the other patch options
 	merge := func(live runtime.Object) (runtime.Object, error) {
@@ -240,17 +242,17 @@ func (s *Server) apply(ctx context.Context, k *schemas.Kind, ns, name, sub strin
 			return merge(cur)
 		})
 		if !apierrors.IsNotFound(err) || sub != "" {
-			return obj, err
+			return obj, false, err
 		}
 		empty := k.New()
 		setTypeMeta(empty, k)
 		created, err := merge(empty)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		obj, err = s.createObject(ctx, k, ns, created, wo)
 		if !apierrors.IsAlreadyExists(err) {
-			return obj, err
+			return obj, err == nil, err
 		} // created meanwhile by another writer: apply to it
 	}
 }

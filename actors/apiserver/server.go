@@ -266,7 +266,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		}
 		obj, err = s.update(ctx, k, info.namespace, info.name, info.subresource, body, wo)
 	case "patch":
-		obj, err = s.patch(ctx, k, info.namespace, info.name, info.subresource, r.Header.Get("Content-Type"), body, wo)
+		var created bool
+		if obj, created, err = s.patch(ctx, k, info.namespace, info.name, info.subresource, r.Header.Get("Content-Type"), body, wo); created {
+			code = http.StatusCreated // an apply that created the object
+		}
 	case "delete":
 		obj, err = s.delete(ctx, k, info, body, wo)
 	case "deletecollection":

@@ -116,7 +116,7 @@ func TestApplyOptionsAndBadConfigurationsWriteNothing(t *testing.T) {
 	}
 
 	// Apply creates; a merge patch may not force; another manager's apply conflicts by name.
-	created := a.mustDo(200, "PATCH", cmPath+"/c?fieldManager=a", applyType, cm)
+	created := a.mustDo(201, "PATCH", cmPath+"/c?fieldManager=a", applyType, cm) // 201: the apply created it
 	if ms := get(created, "metadata", "managedFields").([]any); len(ms) != 1 || get(ms[0].(map[string]any), "operation") != "Apply" {
 		t.Fatalf("applied object's managedFields: %v", ms)
 	}
