@@ -123,6 +123,13 @@ func (a *apiActor) serveWire(ctx context.Context, subject string, data []byte, _
 	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, nil, fmt.Errorf("apiserver: bad wire request: %w", err)
 	}
+	// The component's role names its writes in managedFields, as a User-Agent does over HTTP.
+	if _, ok := req.Header["User-Agent"]; !ok {
+		if req.Header == nil {
+			req.Header = map[string]string{}
+		}
+		req.Header["User-Agent"] = "skiff-" + string(id.Role)
+	}
 	return a.cfg.Server.ServeWire(ctx, req), nil, nil
 }
 

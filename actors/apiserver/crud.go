@@ -109,6 +109,9 @@ func invalid(k *schemas.Kind, name string, errs field.ErrorList) error {
 
 // create admits and writes a new object.
 func (s *Server) create(ctx context.Context, k *schemas.Kind, ns string, body []byte, wo writeOptions) (runtime.Object, error) {
+	if err := checkFieldManager("CreateOptions", wo); err != nil {
+		return nil, err
+	}
 	obj, err := s.decodeBody(k, body, wo)
 	if err != nil {
 		return nil, err
@@ -151,7 +154,6 @@ func (s *Server) createObject(ctx context.Context, k *schemas.Kind, ns string, o
 	m.SetResourceVersion("")
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
-	m.SetManagedFields(nil)
 	m.SetGeneration(1)
 	if hasSubresource(k, "status") {
 		var err error
@@ -163,8 +165,12 @@ func (s *Server) createObject(ctx context.Context, k *schemas.Kind, ns string, o
 }
 
 func (s *Server) finishCreate(ctx context.Context, k *schemas.Kind, obj runtime.Object, wo writeOptions) (runtime.Object, error) {
-	m := mustMeta(obj)
 	schemas.Default(obj)
+	// Defaulted fields belong to the creator, as kube-apiserver decodes with defaults first.
+	live := k.New()
+	setTypeMeta(live, k)
+	obj = trackUpdate(k, "", live, obj, wo)
+	m := mustMeta(obj)
 	attrs := &Attributes{Verb: "create", Kind: k, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj}
 	if err := s.mutate(ctx, attrs); err != nil {
 		return nil, err
@@ -329,7 +335,7 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 		if pinned && rv != formatRev(curRev) {
 			return nil, casDecided, conflict(k, name)
 		}
-		next, err = s.prepareUpdate(ctx, k, verb, sub, cur, next)
+		next, err = s.prepareUpdate(ctx, k, verb, sub, cur, next, wo)
 		if err != nil {
 			return nil, casDecided, err
 		}
@@ -417,7 +423,7 @@ func changed(cur, next runtime.Object) bool {
 
 // prepareUpdate carries over what the client may not change, applies subresource rules,
 // defaulting, admission and validation.
-func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub string, cur, next runtime.Object) (runtime.Object, error) {
+func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub string, cur, next runtime.Object, wo writeOptions) (runtime.Object, error) {
 	var err error
 	cm, nm := mustMeta(cur), mustMeta(next)
 	if nm.GetName() != "" && nm.GetName() != cm.GetName() {
@@ -428,9 +434,14 @@ func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub s
 	}
 	switch {
 	case sub == "status":
-		// Only status changes through /status; everything else stays as stored.
+		// Only status changes through /status; everything else stays as stored, but for the
+		// managed fields an apply computed.
+		applied := nm.GetManagedFields()
 		if next, err = withSection(k, cur.DeepCopyObject(), next, "status"); err != nil {
 			return nil, apierrors.NewInternalError(err)
+		}
+		if wo.applied {
+			mustMeta(next).SetManagedFields(applied)
 		}
 	case hasSubresource(k, "status"):
 		if next, err = withSection(k, next, cur, "status"); err != nil {
@@ -444,7 +455,6 @@ func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub s
 	nm.SetCreationTimestamp(cm.GetCreationTimestamp())
 	nm.SetDeletionTimestamp(cm.GetDeletionTimestamp())
 	nm.SetDeletionGracePeriodSeconds(cm.GetDeletionGracePeriodSeconds())
-	nm.SetManagedFields(nil)
 	// Validation sees the revision being replaced; the stored form never carries it.
 	nm.SetResourceVersion(cm.GetResourceVersion())
 	if cm.GetDeletionTimestamp() != nil && addsFinalizer(cm.GetFinalizers(), nm.GetFinalizers()) {
@@ -455,6 +465,7 @@ func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub s
 	if sub == "" && specChanged(cur, next) {
 		nm.SetGeneration(cm.GetGeneration() + 1)
 	}
+	next = trackUpdate(k, sub, cur, next, wo)
 	attrs := &Attributes{Verb: verb, Kind: k, Namespace: cm.GetNamespace(), Name: cm.GetName(), Subresource: sub, Object: next, OldObject: cur}
 	if err := s.mutate(ctx, attrs); err != nil {
 		return nil, err
@@ -483,6 +494,9 @@ func addsFinalizer(old, next []string) bool {
 
 // update replaces an object (PUT), or its status with sub == "status".
 func (s *Server) update(ctx context.Context, k *schemas.Kind, ns, name, sub string, body []byte, wo writeOptions) (runtime.Object, error) {
+	if err := checkFieldManager("UpdateOptions", wo); err != nil {
+		return nil, err
+	}
 	obj, err := s.decodeBody(k, body, wo)
 	if err != nil {
 		return nil, err

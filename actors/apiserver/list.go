@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,18 +30,20 @@ func (l *listBody) DeepCopyObject() runtime.Object {
 }
 
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
-	objs, rev, err := s.listObjects(r.Context(), k, info)
+	objs, lm, err := s.listPage(r.Context(), k, info)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	if wantsTable(r) {
 		t := schemas.Table(k, objs, s.now())
-		t.ResourceVersion = formatRev(rev)
+		t.ListMeta = lm
 		writeJSON(w, http.StatusOK, t)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.listResponse(k, objs, rev))
+	l := s.listResponse(k, objs, 0)
+	l.ListMeta = lm
+	writeJSON(w, http.StatusOK, l)
 }
 
 func (s *Server) listResponse(k *schemas.Kind, objs []runtime.Object, rev uint64) *listBody {
@@ -57,22 +61,54 @@ func (s *Server) listResponse(k *schemas.Kind, objs []runtime.Object, rev uint64
 	return l
 }
 
+// listPage answers a list, one page of it when the request has a limit or a continue token
+// (paging.go): the page, and the list metadata with the revision, the next page's token and
+// how many objects remain.
+func (s *Server) listPage(ctx context.Context, k *schemas.Kind, info requestInfo) ([]runtime.Object, metav1.ListMeta, error) {
+	pg, err := pageOf(info, schemas.StoragePrefix(k, info.namespace))
+	if err != nil {
+		return nil, metav1.ListMeta{}, err
+	}
+	at, err := listReadAt(info)
+	if err != nil {
+		return nil, metav1.ListMeta{}, err
+	}
+	if pg.rev > 0 {
+		at = listAt{exact: uint64(pg.rev)} // the first page's revision: one consistent list
+	}
+	objs, rev, err := s.listObjectsAt(ctx, k, info, at, &pg)
+	if err != nil {
+		return nil, metav1.ListMeta{}, pg.expired(err)
+	}
+	return pg.cut(k, objs, rev)
+}
+
 // listObjects reads the objects of a kind in a namespace (all namespaces for ""), filtered by
 // the request's selectors, and the revision the list reflects; resourceVersion and
 // resourceVersionMatch as in Kubernetes (readrv.go).
 func (s *Server) listObjects(ctx context.Context, k *schemas.Kind, info requestInfo) ([]runtime.Object, uint64, error) {
-	sel, err := parseSelectors(info)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := sel.validateFields(k.New()); err != nil {
-		return nil, 0, err
-	}
 	at, err := listReadAt(info)
 	if err != nil {
 		return nil, 0, err
 	}
+	return s.listObjectsAt(ctx, k, info, at, &listPage{})
+}
+
+// listObjectsAt lists at `at`, in key order; of a page it decodes only the objects from its
+// start key on, and one more than its limit once no selector filters.
+func (s *Server) listObjectsAt(ctx context.Context, k *schemas.Kind, info requestInfo, at listAt, pg *listPage) ([]runtime.Object, uint64, error) {
+	sel, err := parseSelectors(info)
+	if err != nil {
+		return nil, 0, err
+	}
+	pg.everything = sel.everything()
+	if err := sel.validateFields(k.New()); err != nil {
+		return nil, 0, err
+	}
 	if objs, rev, ok, err := s.listByNode(ctx, k, info, sel, at); ok {
+		if err == nil {
+			slices.SortFunc(objs, func(a, b runtime.Object) int { return strings.Compare(objectKey(k, a), objectKey(k, b)) })
+		}
 		return objs, rev, err
 	}
 	entries, rev, err := s.listEntries(ctx, schemas.StoragePrefix(k, info.namespace), at)
@@ -80,7 +116,15 @@ func (s *Server) listObjects(ctx context.Context, k *schemas.Kind, info requestI
 		return nil, 0, err
 	}
 	objs := make([]runtime.Object, 0, len(entries))
-	for _, e := range entries {
+	for i, e := range entries {
+		if e.Key < pg.start {
+			continue
+		}
+		if pg.limit > 0 && sel.everything() && int64(len(objs)) > pg.limit {
+			// The rest is only counted: remainingItemCount needs no decoding.
+			pg.uncounted = int64(len(entries) - i)
+			break
+		}
 		obj, err := decodeStored(k, e.Value, e.Rev)
 		if err != nil {
 			return nil, 0, apierrors.NewInternalError(err)
@@ -90,4 +134,10 @@ func (s *Server) listObjects(ctx context.Context, k *schemas.Kind, info requestI
 		}
 	}
 	return objs, rev, nil
+}
+
+// objectKey is the storage key of a listed object: the order pages follow.
+func objectKey(k *schemas.Kind, obj runtime.Object) string {
+	m := mustMeta(obj)
+	return schemas.StorageKey(k, m.GetNamespace(), m.GetName())
 }

@@ -14,6 +14,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -48,31 +49,36 @@ func limitJSONPatchCopies(limit int64) {
 }
 
 // patch applies a JSON, merge, strategic-merge or apply patch to the stored object and writes
-// the result through the same update path as PUT.
-func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, contentType string, body []byte, wo writeOptions) (runtime.Object, error) {
+// the result through the same update path as PUT; created tells an apply that created it.
+func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, contentType string, body []byte, wo writeOptions) (obj runtime.Object, created bool, err error) {
 	pt := types.PatchType(strings.TrimSpace(strings.Split(contentType, ";")[0]))
 	switch pt {
 	case types.StrategicMergePatchType:
 		if k.Custom != nil { // no Go type to take merge keys from, as in kube-apiserver
-			return nil, unsupportedMediaType(contentType)
+			return nil, false, unsupportedMediaType(contentType)
 		}
-	case types.JSONPatchType, types.MergePatchType:
-	case types.ApplyYAMLPatchType:
-		return s.apply(ctx, k, ns, name, sub, body, wo)
+	case types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType:
 	default:
-		return nil, unsupportedMediaType(contentType)
+		return nil, false, unsupportedMediaType(contentType)
 	}
 	if len(body) == 0 {
-		return nil, badRequest("the patch body is empty")
+		return nil, false, badRequest("the patch body is empty")
+	}
+	if err := checkPatchOptions(pt, wo); err != nil {
+		return nil, false, err
+	}
+	if pt == types.ApplyYAMLPatchType {
+		return s.apply(ctx, k, ns, name, sub, body, wo)
 	}
 	if sub == "scale" {
-		return s.patchScale(ctx, k, ns, name, pt, body, wo)
+		obj, err = s.patchScale(ctx, k, ns, name, pt, body, wo)
+		return obj, false, err
 	}
 	// A patch that failed on a revision fails the same way on it again: the retry on a
 	// consistent read (onLatest) does not repeat the work when the revision has not moved.
 	var failedRV string
 	var failed error
-	return s.guaranteedUpdate(ctx, k, ns, name, sub, "patch", wo, func(cur runtime.Object) (runtime.Object, error) {
+	obj, err = s.guaranteedUpdate(ctx, k, ns, name, sub, "patch", wo, func(cur runtime.Object) (runtime.Object, error) {
 		rv := mustMeta(cur).GetResourceVersion()
 		if failed != nil && rv == failedRV {
 			return nil, failed
@@ -91,6 +97,7 @@ func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, cont
 		}
 		return s.decodeBody(k, out, wo)
 	})
+	return obj, false, err
 }
 
 // patchScale patches the Scale view of an object (kubectl scale sends a merge patch).
@@ -197,26 +204,61 @@ func patchError(err error) error {
 	return apierrors.NewBadRequest("the patch could not be applied: " + err.Error())
 }
 
-// apply is a simplified server-side apply: the applied configuration is created when the object
-// is missing and strategically merged into it otherwise. Field ownership is not tracked, so a
-// field removed from the applied configuration is not removed from the object.
-func (s *Server) apply(ctx context.Context, k *schemas.Kind, ns, name, sub string, body []byte, wo writeOptions) (runtime.Object, error) {
+// apply is server-side apply: structured-merge-diff merges the applied configuration into the
+// object (or a new one when it is missing) by the kind's schema, and the manager's managedFields
+// entry decides which fields it gives up, which it keeps and where it conflicts with another
+// manager (409 unless force).
+func (s *Server) apply(ctx context.Context, k *schemas.Kind, ns, name, sub string, body []byte, wo writeOptions) (runtime.Object, bool, error) {
+	if sub == "scale" {
+		return nil, false, badRequest("server-side apply of the scale subresource is not supported: apply the %s, or patch its scale", k.GVK.Kind)
+	}
 	patchJSON, err := yaml.YAMLToJSON(body)
 	if err != nil {
-		return nil, badRequest("apply configuration: %v", err)
+		return nil, false, badRequest("apply configuration: %v", err)
 	}
-	wo.strict = true
-	applied, err := s.decodeBody(k, patchJSON, wo)
+	// A strict decode first, so that a bad field is refused with its path and nothing written.
+	strict := wo
+	strict.strict = true
+	applied, err := s.decodeBody(k, patchJSON, strict)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if mustMeta(applied).GetName() != name {
-		return nil, badRequest("the name of the applied object (%s) does not match the name on the URL (%s)", mustMeta(applied).GetName(), name)
+		return nil, false, badRequest("the name of the applied object (%s) does not match the name on the URL (%s)", mustMeta(applied).GetName(), name)
 	}
-	if _, err := s.get(ctx, k, ns, name); apierrors.IsNotFound(err) && sub == "" {
-		return s.createObject(ctx, k, ns, applied, wo)
+	config := &unstructured.Unstructured{}
+	if err := json.Unmarshal(patchJSON, &config.Object); err != nil {
+		return nil, false, badRequest("apply configuration: %v", err)
 	}
-	return s.patch(ctx, k, ns, name, sub, string(types.StrategicMergePatchType), patchJSON, wo)
+	fm, err := fieldManagerFor(k, sub)
+	if err != nil {
+		return nil, false, apierrors.NewInternalError(err)
+	}
+	force, _ := parseForce(wo.force) // checked with the other patch options
+	merge := func(live runtime.Object) (runtime.Object, error) {
+		return fm.Apply(live, config.DeepCopy(), wo.fieldManager, force != nil && *force)
+	}
+	wo.applied = true
+	for {
+		obj, err := s.guaranteedUpdate(ctx, k, ns, name, sub, "patch", wo, func(cur runtime.Object) (runtime.Object, error) {
+			// Only a resourceVersion the configuration sets pins the write.
+			mustMeta(cur).SetResourceVersion("")
+			return merge(cur)
+		})
+		if !apierrors.IsNotFound(err) || sub != "" {
+			return obj, false, err
+		}
+		empty := k.New()
+		setTypeMeta(empty, k)
+		created, err := merge(empty)
+		if err != nil {
+			return nil, false, err
+		}
+		obj, err = s.createObject(ctx, k, ns, created, wo)
+		if !apierrors.IsAlreadyExists(err) {
+			return obj, err == nil, err
+		} // created meanwhile by another writer: apply to it
+	}
 }
 
 func unsupportedMediaType(ct string) error {

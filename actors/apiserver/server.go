@@ -213,6 +213,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	wo.userAgent = r.UserAgent()
 	wo.warnings = newWarnings(w)
 	if msg := deprecationWarning(k); msg != "" {
 		wo.warnings.add(msg)
@@ -271,7 +272,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		}
 		obj, err = s.update(ctx, k, info.namespace, info.name, info.subresource, body, wo)
 	case "patch":
-		obj, err = s.patch(ctx, k, info.namespace, info.name, info.subresource, r.Header.Get("Content-Type"), body, wo)
+		var created bool
+		if obj, created, err = s.patch(ctx, k, info.namespace, info.name, info.subresource, r.Header.Get("Content-Type"), body, wo); created {
+			code = http.StatusCreated // an apply that created the object
+		}
 	case "delete":
 		obj, err = s.delete(ctx, k, info, body, wo)
 	case "deletecollection":
@@ -298,6 +302,12 @@ type writeOptions struct {
 	warn         bool // fieldValidation=Warn (the default): unknown fields are warnings
 	fieldManager string
 	warnings     *warnings // the response's Warning headers; nil = none sent (internal writes)
+	userAgent    string    // names the manager when fieldManager is empty
+	force        string    // apply's force parameter, as sent
+	// applied marks a write whose managedFields the apply already computed; trackAs records
+	// the write's changes as those of a subresource (scale) that has no field manager of its own.
+	applied bool
+	trackAs string
 }
 
 func writeOptionsFrom(info requestInfo) (writeOptions, error) {
@@ -307,5 +317,6 @@ func writeOptionsFrom(info requestInfo) (writeOptions, error) {
 		strict:       fv == "Strict",
 		warn:         fv == "Warn",
 		fieldManager: info.query.Get("fieldManager"),
+		force:        info.query.Get("force"),
 	}, err
 }

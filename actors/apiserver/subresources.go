@@ -156,6 +156,7 @@ func (s *Server) updateScale(ctx context.Context, k *schemas.Kind, ns, name stri
 		return nil, apierrors.NewInvalid(autoscalingv1.SchemeGroupVersion.WithKind("Scale").GroupKind(), name,
 			field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
 	}
+	wo.trackAs = "scale" // the replicas belong to the scaler's entry on the scale subresource
 	obj, err := s.guaranteedUpdate(ctx, k, ns, name, "", "update", wo, func(cur runtime.Object) (runtime.Object, error) {
 		mustMeta(cur).SetResourceVersion(sc.ResourceVersion)
 		r := sc.Spec.Replicas

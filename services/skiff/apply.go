@@ -95,6 +95,7 @@ func applyOne(ctx context.Context, c *apiclient.Client, defaultNS string, d sche
 	}
 	cur, err := c.Get(ctx, k, ns, m.GetName())
 	if apierrors.IsNotFound(err) {
+		// Created with a POST, so the trace of an apply starts with "create <resource>".
 		q := url.Values{"fieldValidation": {"Strict"}, "fieldManager": {"skiff"}}
 		if _, err := c.Raw(ctx, http.MethodPost, apiclient.Path(k, ns, "", "")+"?"+q.Encode(), "application/json", body); err != nil {
 			return "", fmt.Errorf("%s: %w", name, err)
@@ -104,11 +105,18 @@ func applyOne(ctx context.Context, c *apiclient.Client, defaultNS string, d sche
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	out, err := c.Patch(ctx, k, ns, m.GetName(), "", "application/apply-patch+yaml", body)
+	// A server-side apply as manager "skiff", forced: the manifest is the truth here, as it was
+	// when apply overwrote, so fields another manager set are taken back, not a conflict.
+	q := url.Values{"fieldValidation": {"Strict"}, "fieldManager": {"skiff"}, "force": {"true"}}
+	out, err := c.Raw(ctx, http.MethodPatch, apiclient.Path(k, ns, m.GetName(), "")+"?"+q.Encode(), "application/apply-patch+yaml", body)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	if out.(metav1.Object).GetResourceVersion() == cur.(metav1.Object).GetResourceVersion() {
+	var got metav1.PartialObjectMetadata
+	if err := json.Unmarshal(out, &got); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	if got.GetResourceVersion() == cur.(metav1.Object).GetResourceVersion() {
 		return name + " unchanged", nil
 	}
 	return name + " configured", nil

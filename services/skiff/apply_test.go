@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +13,12 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace/noop"
+	corev1 "k8s.io/api/core/v1"
 
+	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/internal/spanstore"
+	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // With tracing off in the CLI (no exporter configured), one `skiff apply` still sends one
@@ -67,5 +72,43 @@ func TestApplySendsOneTraceparentWithTracingOff(t *testing.T) {
 		if parts[1] != trace {
 			t.Fatalf("requests carry different trace ids: %v", seen)
 		}
+	}
+}
+
+// A second `skiff apply` is a forced server-side apply: a field another manager changed
+// meanwhile is taken back, a key the previous apply set and this one drops goes, and an
+// unchanged manifest writes nothing.
+func TestApplyAgainConfiguresByFieldOwnership(t *testing.T) {
+	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) { c.Components = []string{"apiserver"} })
+	dir := t.TempDir()
+	write := func(data string) string {
+		p := filepath.Join(dir, "cm.yaml")
+		if err := os.WriteFile(p, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {"+data+"}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	apply := func(want string, data string) {
+		t.Helper()
+		if out, err := runCLI(t, cp.URL(), "apply", "-f", write(data)); err != nil || !strings.Contains(out, want) {
+			t.Fatalf("apply {%s}: want %q: %v: %s", data, want, err, out)
+		}
+	}
+	apply("configmap/a created", "x: '1'")
+	apply("configmap/a configured", "x: '1', z: '2'")
+	cms := cp.Client
+	ctx := context.Background()
+	k, _ := schemas.ByResource("", "v1", "configmaps")
+	if _, err := cms.Patch(ctx, k, "default", "a", "", "application/merge-patch+json", []byte(`{"data":{"x":"other"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	apply("configmap/a configured", "x: '1'")
+	apply("configmap/a unchanged", "x: '1'")
+	obj, err := cms.Get(ctx, k, "default", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data := obj.(*corev1.ConfigMap).Data; len(data) != 1 || data["x"] != "1" {
+		t.Fatalf("after re-apply: %v, want only x=1", data)
 	}
 }
