@@ -301,18 +301,18 @@ func TestKubectlApplyListAndUnknownKinds(t *testing.T) {
 	list := writeFile(t, "list.yaml", podList)
 	// kubectl validates a List's items against /openapi/v2 (its v3 verifier never takes a
 	// List); until that document is served, validation is off here.
-	out, err := kubectl("apply", "--validate=false", "-f", list)
+	out, err := kubectl("apply", "-f", list)
 	if err != nil || !strings.Contains(out, "configmap/listed-a created") || !strings.Contains(out, "configmap/listed-b created") {
 		t.Fatalf("apply of a List: %v\n%s", err, out)
 	}
-	out, err = kubectl("apply", "--validate=false", "-f", writeFile(t, "list2.yaml", strings.ReplaceAll(podList, "{k: b}", "{k: c}")))
+	out, err = kubectl("apply", "-f", writeFile(t, "list2.yaml", strings.ReplaceAll(podList, "{k: b}", "{k: c}")))
 	if err != nil || !strings.Contains(out, "configmap/listed-a unchanged") || !strings.Contains(out, "configmap/listed-b configured") {
 		t.Fatalf("second apply of the List: %v\n%s", err, out)
 	}
 	if out, err = kubectl("get", "cm", "listed-b", "-o", "jsonpath={.data.k}"); err != nil || out != "c" {
 		t.Fatalf("listed-b after the second apply: %v %q", err, out)
 	}
-	out, err = kubectl("apply", "--validate=false", "-f", writeFile(t, "widget.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n"))
+	out, err = kubectl("apply", "-f", writeFile(t, "widget.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n"))
 	if err == nil || !strings.Contains(out, `no matches for kind "Widget" in version "example.com/v1"`) || !strings.Contains(out, "ensure CRDs are installed first") {
 		t.Fatalf("apply of an unknown kind: %v\n%s", err, out)
 	}

@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -62,6 +63,19 @@ func TestKubectlCustomResources(t *testing.T) {
 	}
 	if out, err = kubectl("scale", "widget/small", "--replicas=3"); err != nil || !strings.Contains(out, "scaled") {
 		t.Fatalf("kubectl scale: %v\n%s", err, out)
+	}
+	// The CRD's schema is in the OpenAPI documents: explain reads it.
+	testutil.Eventually(t, 10*time.Second, 100*time.Millisecond, func() error {
+		out, err := kubectl("explain", "widgets.spec.size")
+		if err != nil || !strings.Contains(out, "FIELD: size <integer>") {
+			return fmt.Errorf("kubectl explain widgets.spec.size: %v\n%s", err, out)
+		}
+		return nil
+	})
+	// Server-side apply of custom resources is refused, not half done.
+	out, err = kubectl("apply", "--server-side", "-f", writeFile(t, "ssa.yaml", kubectlWidgets))
+	if err == nil || !strings.Contains(out, "server-side apply of custom resources (Widget.example.com) is not supported yet") {
+		t.Fatalf("kubectl apply --server-side of widgets: want the refusal, got %v\n%s", err, out)
 	}
 
 	// get -w sees a widget created after it started.

@@ -212,6 +212,12 @@ func (s *Server) apply(ctx context.Context, k *schemas.Kind, ns, name, sub strin
 	if sub == "scale" {
 		return nil, false, badRequest("server-side apply of the scale subresource is not supported: apply the %s, or patch its scale", k.GVK.Kind)
 	}
+	if k.Custom != nil {
+		return nil, false, &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+			Message: fmt.Sprintf("server-side apply of custom resources (%s) is not supported yet: use client-side kubectl apply, or a merge or JSON patch", k.GVK.GroupKind()),
+		}}
+	}
 	patchJSON, err := yaml.YAMLToJSON(body)
 	if err != nil {
 		return nil, false, badRequest("apply configuration: %v", err)
