@@ -299,8 +299,7 @@ func TestKubectlApplyListAndUnknownKinds(t *testing.T) {
 	cp := testutil.StartControlPlane(t)
 	kubectl := kubectlEnv(t, cp.URL())
 	list := writeFile(t, "list.yaml", podList)
-	// kubectl validates a List's items against /openapi/v2 (its v3 verifier never takes a
-	// List); until that document is served, validation is off here.
+	// kubectl validates a List's items against /openapi/v2 (its v3 verifier never takes a List).
 	out, err := kubectl("apply", "-f", list)
 	if err != nil || !strings.Contains(out, "configmap/listed-a created") || !strings.Contains(out, "configmap/listed-b created") {
 		t.Fatalf("apply of a List: %v\n%s", err, out)
