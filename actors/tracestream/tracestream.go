@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -102,7 +103,8 @@ func (a *streamActor) start(actx actorkit.Context) {
 	actorkit.Go(actx, "trace stream writer", func(ctx context.Context) { s.write(ctx, js) })
 }
 
-func (s *shared) subject() string { return "traces" }
+// subject is the stream's subject prefix: its name lowercased, so two streams never share one.
+func (s *shared) subject() string { return strings.ToLower(s.cfg.Stream) }
 
 // enqueue is the store's sink: it never blocks a traced request.
 func (s *shared) enqueue(spans []spanstore.Span) {
