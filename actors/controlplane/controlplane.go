@@ -347,10 +347,14 @@ func notConnected(nc *nats.Conn, err error) error {
 	return fmt.Errorf("no NATS server reachable at %v: %w", nc.Servers(), err)
 }
 
+// clusterNoPeers is JetStream's "no suitable peers for placement": a replicated stream asked
+// for before the cluster has seen enough of its servers online (they start at once).
+const clusterNoPeers jetstream.ErrorCode = 10005
+
 func transient(err error) bool {
 	var ae *jetstream.APIError
 	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.As(err, &ae) && ae.Code == 503
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.As(err, &ae) && (ae.Code == 503 || ae.ErrorCode == clusterNoPeers)
 }
 
 func (cp *ControlPlane) spawn(name string, producer func() actorkit.Actor) error {

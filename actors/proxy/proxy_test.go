@@ -187,7 +187,7 @@ func waitProgrammed(t *testing.T, p *Proxy, ports, backends int) {
 		}
 		done := 0
 		for _, d := range ds {
-			if len(d.Backends) == backends {
+			if ours(d.Key) && len(d.Backends) == backends {
 				done++
 			}
 		}
@@ -227,6 +227,10 @@ func hasBackends(p *Proxy, key lb.ServiceKey, want ...string) error {
 	return fmt.Errorf("%v not programmed", key)
 }
 
+// ours tells the test's Service ports (80/TCP, 53/UDP) from the control
+// plane's own kubernetes Service (443/TCP), which every proxy also programs.
+func ours(k lb.ServiceKey) bool { return k.Port == 80 || k.Port == 53 }
+
 func tcpKey(ip netip.Addr) lb.ServiceKey { return lb.ServiceKey{VIP: ip, Port: 80, Proto: lb.TCP} }
 func udpKey(ip netip.Addr) lb.ServiceKey { return lb.ServiceKey{VIP: ip, Port: 53, Proto: lb.UDP} }
 
@@ -265,7 +269,7 @@ func TestAffinityPinsClient(t *testing.T) {
 	waitBackends(t, p, tcpKey(vip), ips...)
 	ds, _ := p.Dump()
 	for _, d := range ds {
-		if d.AffinityTimeout != 60*time.Second {
+		if d.Key.VIP == vip && d.AffinityTimeout != 60*time.Second {
 			t.Errorf("%v affinity %v, want 60s", d.Key, d.AffinityTimeout)
 		}
 	}

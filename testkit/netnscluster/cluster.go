@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,7 @@ type Cluster struct {
 	Nodes     []*Node
 	dir       string
 	natsPort  int
+	apiListen string   // the apiserver's address, kept across restarts as a real one's is
 	natsURLs  []string // clustered servers' client URLs
 	skiff     string   // the skiff binary
 	images    string
@@ -185,10 +187,14 @@ func images(t testing.TB, dir string) string {
 
 // StartControlPlane starts the control plane in the test process, with its state under the
 // cluster's dir: on the NATS cluster, or on a NATS server it starts on the bridge address (the
-// same port on a restart).
+// same port on a restart). The apiserver, too, comes back on its address, so what follows
+// that address (the kubernetes Service) stays as it was.
 func (c *Cluster) StartControlPlane() {
 	c.t.Helper()
-	cfg := controlplane.Config{Listen: "127.0.0.1:0", Components: c.opts.Components,
+	if c.apiListen == "" {
+		c.apiListen = "127.0.0.1:0"
+	}
+	cfg := controlplane.Config{Listen: c.apiListen, Components: c.opts.Components,
 		Controllers:       controllers.Options{NodeGracePeriod: c.opts.NodeGracePeriod, PodEvictionTimeout: c.opts.PodEvictionTimeout, NodeMonitorPeriod: 250 * time.Millisecond},
 		EncryptionKeyFile: c.EncryptionKeyFile()}
 	if c.opts.NATSServers > 1 {
@@ -212,6 +218,9 @@ func (c *Cluster) StartControlPlane() {
 			return fmt.Errorf("control plane: %w", err)
 		}
 		c.CP = cp
+		if u, err := url.Parse(cp.URL()); err == nil {
+			c.apiListen = u.Host
+		}
 		return nil
 	})
 }
