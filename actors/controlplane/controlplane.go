@@ -154,6 +154,9 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if cfg.Identity == "" {
 		cfg.Identity = defaultIdentity()
 	}
+	if err := validIdentity(cfg.Identity); err != nil {
+		return nil, err
+	}
 	cp = &ControlPlane{cfg: cfg, identity: cfg.Identity, leading: map[string]bool{}}
 	cp.bg, cp.cancel = context.WithCancel(context.Background())
 	started := cp // the named result is nil on an error return

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,7 +23,26 @@ func defaultIdentity() string {
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
+	// A host may be named anything ("(none)" on a bare VM); the identity is part of NATS KV keys.
+	host = strings.Map(func(r rune) rune {
+		if identityChar(r) && r != '.' {
+			return r
+		}
+		return '-'
+	}, host)
 	return host + "-" + hex.EncodeToString(b)
+}
+
+// identityChar is what a NATS KV key token may hold, so an identity can name its announcement.
+func identityChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_=.", r)
+}
+
+func validIdentity(id string) error {
+	if id == "" || strings.HasPrefix(id, ".") || strings.HasSuffix(id, ".") || strings.Contains(id, "..") || strings.IndexFunc(id, func(r rune) bool { return !identityChar(r) }) >= 0 {
+		return fmt.Errorf("identity (--identity) %q: letters, digits, '-', '_', '=' and inner '.' only", id)
+	}
+	return nil
 }
 
 // elected runs a part of the control plane: at once without leader election, or only while
