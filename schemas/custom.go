@@ -2,7 +2,9 @@ package schemas
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // Custom is what a kind served from a CustomResourceDefinition brings along: its objects are
@@ -30,6 +34,11 @@ type Custom interface {
 	Scale() *ScalePaths
 	// Terminating reports that the CRD is being deleted: no new objects are taken.
 	Terminating() bool
+	// FieldManager is server-side apply's field manager for the resource (sub "") or a
+	// subresource, by the CRD's schema; reset names the fields that endpoint cannot change.
+	FieldManager(sub string, reset map[fieldpath.APIVersion]fieldpath.Filter) (*managedfields.FieldManager, error)
+	// SelectableFields are the version's selectableFields, as dotted paths ("spec.color").
+	SelectableFields() []string
 }
 
 // ScalePaths are the JSON paths (".spec.replicas") of a custom kind's scale subresource.
@@ -102,6 +111,27 @@ func customOf(obj runtime.Object) (*unstructured.Unstructured, Custom) {
 		return u, nil
 	}
 	return u, k.Custom
+}
+
+// AddSelectableFields adds a custom object's selectableFields to set as field selectors see
+// them (kube's rule: an absent field is "", integers and booleans in their decimal and
+// true/false forms); other objects leave set as it is.
+func AddSelectableFields(obj runtime.Object, set map[string]string) {
+	u, c := customOf(obj)
+	if c == nil {
+		return
+	}
+	for _, path := range c.SelectableFields() {
+		v, _, _ := unstructured.NestedFieldNoCopy(u.Object, strings.Split(path, ".")...)
+		switch v := v.(type) {
+		case nil:
+			set[path] = ""
+		case string:
+			set[path] = v
+		default:
+			set[path] = fmt.Sprint(v)
+		}
+	}
 }
 
 // decodeCustom reads a custom object and prunes what its schema does not declare, as

@@ -33,6 +33,11 @@ func TestKubectlCustomResources(t *testing.T) {
 	if out, err := kubectl("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=10s"); err != nil {
 		t.Fatalf("kubectl wait: %v\n%s", err, out)
 	}
+	// CRDs are often applied server-side (they outgrow the last-applied annotation): the
+	// apiextensions kinds have a schema for managed fields too.
+	if out, err := kubectl("apply", "--server-side", "-f", writeFile(t, "crd.yaml", widgetCRD)); err != nil || !strings.Contains(out, "serverside-applied") {
+		t.Fatalf("kubectl apply --server-side crd: %v\n%s", err, out)
+	}
 	out, err := kubectl("apply", "-f", writeFile(t, "widgets.yaml", kubectlWidgets))
 	if err != nil || !strings.Contains(out, "widget.example.com/small created") {
 		t.Fatalf("kubectl apply widgets: %v\n%s", err, out)
@@ -61,6 +66,13 @@ func TestKubectlCustomResources(t *testing.T) {
 	if err == nil || !strings.Contains(out, "spec.size") {
 		t.Fatalf("kubectl apply invalid: want an error naming spec.size, got %v\n%s", err, out)
 	}
+	// selectableFields: spec.color is a field selector, spec.size is not.
+	if out, err = kubectl("get", "widgets", "--field-selector", "spec.color=blue", "-o", "name"); err != nil || strings.TrimSpace(out) != "widget.example.com/big" {
+		t.Fatalf("kubectl get --field-selector spec.color=blue: %v\n%s", err, out)
+	}
+	if out, err = kubectl("get", "widgets", "--field-selector", "spec.size=40"); err == nil || !strings.Contains(out, "field label not supported: spec.size") {
+		t.Fatalf("spec.size is not selectable: want the refusal, got %v\n%s", err, out)
+	}
 	if out, err = kubectl("scale", "widget/small", "--replicas=3"); err != nil || !strings.Contains(out, "scaled") {
 		t.Fatalf("kubectl scale: %v\n%s", err, out)
 	}
@@ -72,11 +84,7 @@ func TestKubectlCustomResources(t *testing.T) {
 		}
 		return nil
 	})
-	// Server-side apply of custom resources is refused, not half done.
-	out, err = kubectl("apply", "--server-side", "-f", writeFile(t, "ssa.yaml", kubectlWidgets))
-	if err == nil || !strings.Contains(out, "server-side apply of custom resources (Widget.example.com) is not supported yet") {
-		t.Fatalf("kubectl apply --server-side of widgets: want the refusal, got %v\n%s", err, out)
-	}
+	kubectlServerSideApplyWidgets(t, kubectl)
 
 	// get -w sees a widget created after it started.
 	bin := testutil.BuildBinary(t, "./services/kubectl")
@@ -101,4 +109,36 @@ func TestKubectlCustomResources(t *testing.T) {
 		}
 	}
 	t.Fatal("kubectl get -w did not show the widget created while it watched")
+}
+
+// Server-side apply of custom resources by the CRD's schema: managedFields, a conflict between
+// two managers unless forced, a field the manager stops applying removed, schema errors named.
+func kubectlServerSideApplyWidgets(t *testing.T, kubectl func(...string) (string, error)) {
+	t.Helper()
+	fresh := "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: fresh}\nspec: {size: 4, color: blue}\n"
+	if out, err := kubectl("apply", "--server-side", "-f", writeFile(t, "fresh.yaml", fresh)); err != nil || !strings.Contains(out, "widget.example.com/fresh serverside-applied") {
+		t.Fatalf("kubectl apply --server-side: %v\n%s", err, out)
+	}
+	if out, err := kubectl("get", "widget", "fresh", "--show-managed-fields", "-o", "jsonpath={.metadata.managedFields[*].manager}/{.metadata.managedFields[*].operation}"); err != nil || out != "kubectl/Apply" {
+		t.Fatalf("managedFields of fresh: %v %q", err, out)
+	}
+	other := writeFile(t, "other.yaml", strings.Replace(fresh, "size: 4, color: blue", "size: 9", 1))
+	out, err := kubectl("apply", "--server-side", "--field-manager=other", "-f", other)
+	if err == nil || !strings.Contains(out, "conflict") || !strings.Contains(out, ".spec.size") {
+		t.Fatalf("a second manager's apply: want a conflict on .spec.size, got %v\n%s", err, out)
+	}
+	if out, err := kubectl("apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", other); err != nil {
+		t.Fatalf("forced apply: %v\n%s", err, out)
+	}
+	// kubectl gave up spec.size to other and now stops applying color: color is removed.
+	if out, err := kubectl("apply", "--server-side", "-f", writeFile(t, "nocolor.yaml", strings.Replace(fresh, "size: 4, color: blue", "size: 9", 1))); err != nil {
+		t.Fatalf("apply without color: %v\n%s", err, out)
+	}
+	if out, err := kubectl("get", "widget", "fresh", "-o", "jsonpath={.spec}"); err != nil || out != `{"size":9}` {
+		t.Fatalf("fresh spec after the applies: %v %q, want size 9 and no color", err, out)
+	}
+	out, err = kubectl("apply", "--server-side", "-f", writeFile(t, "zero.yaml", strings.Replace(fresh, "size: 4", "size: 0", 1)))
+	if err == nil || !strings.Contains(out, "spec.size") {
+		t.Fatalf("apply of an invalid widget: want an error naming spec.size, got %v\n%s", err, out)
+	}
 }

@@ -34,7 +34,7 @@ const widgetSchema = `
               phase: {type: string}`
 
 // widgetCRD has two served versions (v1 stored, v1beta1 not), conversion None, status and
-// scale subresources, printer columns, a short name and a category.
+// scale subresources, printer columns, a selectable field, a short name and a category.
 var widgetCRD = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: widgets.example.com}
@@ -53,10 +53,14 @@ spec:
     - {name: Size, type: integer, jsonPath: .spec.size}
     - {name: Color, type: string, jsonPath: .spec.color}
     - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    selectableFields:
+    - {jsonPath: .spec.color}
     schema:` + widgetSchema + `
   - name: v1beta1
     served: true
     storage: false
+    selectableFields:
+    - {jsonPath: .spec.color}
     schema:` + widgetSchema + `
 `
 
@@ -176,14 +180,14 @@ func TestCRDServesItsKindWithSchema(t *testing.T) {
 
 	// Selectors.
 	a.mustDo(201, "POST", widgetsPath, "application/json", widget("b", `{"color":"blue","size":7}`))
-	for q, want := range map[string]string{"labelSelector=tier%3Db": "b", "fieldSelector=metadata.name%3Da": "a"} {
+	for q, want := range map[string]string{"labelSelector=tier%3Db": "b", "fieldSelector=metadata.name%3Da": "a", "fieldSelector=spec.color%3Dblue": "b"} {
 		l := a.mustDo(200, "GET", widgetsPath+"?"+q, "", "")
 		items, _ := l["items"].([]any)
 		if len(items) != 1 || get(items[0].(map[string]any), "metadata", "name") != want || l["kind"] != "WidgetList" {
 			t.Fatalf("%s: %v", q, l)
 		}
 	}
-	if code, _ := a.do("GET", widgetsPath+"?fieldSelector=spec.color%3Dred", "", ""); code != 400 {
+	if code, _ := a.do("GET", widgetsPath+"?fieldSelector=spec.size%3D7", "", ""); code != 400 {
 		t.Fatalf("field selector on an unindexed field: want 400, got %d", code)
 	}
 }

@@ -24,6 +24,9 @@ func (s *Server) serveVersion(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) serveCoreVersions(w http.ResponseWriter, r *http.Request) {
+	if s.serveAggregated(w, r, true) {
+		return
+	}
 	writeJSON(w, http.StatusOK, &metav1.APIVersions{
 		TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
 		Versions:                   []string{"v1"},
@@ -66,7 +69,10 @@ func apiGroups() []metav1.APIGroup {
 	return out
 }
 
-func (s *Server) serveGroups(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) serveGroups(w http.ResponseWriter, r *http.Request) {
+	if s.serveAggregated(w, r, false) {
+		return
+	}
 	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: apiGroups()}
 	writeJSON(w, http.StatusOK, list)
 }

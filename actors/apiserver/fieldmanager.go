@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/applyconfigurations"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/skiff-sh/skiff/actors/apiserver/openapi"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
@@ -33,12 +35,31 @@ var builtinTypes = sync.OnceValue(func() managedfields.TypeConverter {
 	return applyconfigurations.NewTypeConverter(schemas.Scheme)
 })
 
+// generatedTypes covers the kinds client-go's models do not (they hold k8s.io/api only): the
+// apiextensions kinds, from the definitions openapi-gen generated for the served documents.
+var generatedTypes = sync.OnceValues(func() (managedfields.TypeConverter, error) {
+	var models []string
+	for _, k := range schemas.Kinds() {
+		if m, ok := k.New().(interface{ OpenAPIModelName() string }); ok && !strings.HasPrefix(reflect.TypeOf(k.New()).Elem().PkgPath(), "k8s.io/api/") {
+			models = append(models, m.OpenAPIModelName())
+		}
+	}
+	defs, err := openapi.TypeSchemas(models...)
+	if err != nil {
+		return nil, err
+	}
+	return managedfields.NewTypeConverter(defs, false)
+})
+
 // typeConverterFor is the schema the field manager of a kind merges with: list merge keys
 // (containerPort+protocol, port+protocol), atomic and granular maps, as the kind's OpenAPI
 // says. Kinds with another source of schema (custom resources) answer here.
 func typeConverterFor(gvk schema.GroupVersionKind) (managedfields.TypeConverter, error) {
 	if !schemas.Scheme.Recognizes(gvk) {
 		return nil, fmt.Errorf("no schema for %s to track managed fields with", gvk)
+	}
+	if obj, err := schemas.Scheme.New(gvk); err == nil && !strings.HasPrefix(reflect.TypeOf(obj).Elem().PkgPath(), "k8s.io/api/") {
+		return generatedTypes()
 	}
 	return builtinTypes(), nil
 }
@@ -55,6 +76,9 @@ var fieldManagers sync.Map // fieldManagerKey -> *managedfields.FieldManager
 // fieldManagerFor is kube-apiserver's field manager for a kind's resource or subresource; the
 // kinds are served at one version, which is their own hub.
 func fieldManagerFor(k *schemas.Kind, sub string) (*managedfields.FieldManager, error) {
+	if k.Custom != nil {
+		return k.Custom.FieldManager(sub, resetFields(k, sub))
+	}
 	key := fieldManagerKey{k.GVK, sub}
 	if fm, ok := fieldManagers.Load(key); ok {
 		return fm.(*managedfields.FieldManager), nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -212,12 +213,6 @@ func (s *Server) apply(ctx context.Context, k *schemas.Kind, ns, name, sub strin
 	if sub == "scale" {
 		return nil, false, badRequest("server-side apply of the scale subresource is not supported: apply the %s, or patch its scale", k.GVK.Kind)
 	}
-	if k.Custom != nil {
-		return nil, false, &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-			Message: fmt.Sprintf("server-side apply of custom resources (%s) is not supported yet: use client-side kubectl apply, or a merge or JSON patch", k.GVK.GroupKind()),
-		}}
-	}
 	patchJSON, err := yaml.YAMLToJSON(body)
 	if err != nil {
 		return nil, false, badRequest("apply configuration: %v", err)
@@ -233,7 +228,9 @@ func (s *Server) apply(ctx context.Context, k *schemas.Kind, ns, name, sub strin
 		return nil, false, badRequest("the name of the applied object (%s) does not match the name on the URL (%s)", mustMeta(applied).GetName(), name)
 	}
 	config := &unstructured.Unstructured{}
-	if err := json.Unmarshal(patchJSON, &config.Object); err != nil {
+	// Integers as int64, as every unstructured object holds them (custom resources' CEL rules
+	// and schema types tell int from float).
+	if err := utiljson.Unmarshal(patchJSON, &config.Object); err != nil {
 		return nil, false, badRequest("apply configuration: %v", err)
 	}
 	fm, err := fieldManagerFor(k, sub)

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/schemas"
 )
 
 // selector is a parsed labelSelector + fieldSelector pair.
@@ -102,6 +104,8 @@ func objectFields(obj runtime.Object) fields.Set {
 		set["type"] = o.Type
 	case *appsv1.ReplicaSet:
 		set["status.replicas"] = fmt.Sprint(o.Status.Replicas)
+	default:
+		schemas.AddSelectableFields(obj, set)
 	}
 	return set
 }

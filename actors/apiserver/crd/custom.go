@@ -36,7 +36,11 @@ type custom struct {
 	scale      *schemas.ScalePaths
 	// terminating: the CRD is being deleted (kube-apiserver then refuses creates).
 	terminating bool
+	fields      *fieldManagers
+	selectable  []string // selectableFields' paths, without the leading dot
 }
+
+func (c *custom) SelectableFields() []string { return c.selectable }
 
 var _ schemas.Custom = (*custom)(nil)
 

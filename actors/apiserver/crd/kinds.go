@@ -8,6 +8,7 @@ package crd
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -126,6 +127,10 @@ func newCustom(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.
 		namespaced:  crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
 		terminating: crd.DeletionTimestamp != nil,
 		cel:         cel.NewValidator(s, true, celconfig.PerCallLimit),
+		fields:      &fieldManagers{crd: crd},
+	}
+	for _, f := range v.SelectableFields {
+		c.selectable = append(c.selectable, strings.TrimPrefix(f.JSONPath, "."))
 	}
 	if v.Subresources != nil && v.Subresources.Scale != nil {
 		sc := v.Subresources.Scale

@@ -23,16 +23,16 @@ func OpenAPIV2(crd *apiextensionsv1.CustomResourceDefinition, version string) (*
 }
 
 // TypeConverter returns the structured-merge-diff type converter for server-side apply of the
-// CRD's custom resources, as kube-apiserver builds it: every served version's schema merged
-// with the built-in definitions (static: the /openapi/v3 component schemas, which hold
-// ObjectMeta). Without static definitions, or if the schemas cannot be merged, it deduces
-// types from the objects (lists replaced whole, maps merged), as kube-apiserver falls back.
+// CRD's custom resources, as kube-apiserver builds it: every version's schema merged, with
+// the definitions they refer to (ObjectMeta: each version's document carries it), plus static
+// (more component schemas, may be nil). If the schemas cannot be merged it deduces types
+// from the objects (lists replaced whole, maps merged), as kube-apiserver falls back.
 func TypeConverter(crd *apiextensionsv1.CustomResourceDefinition, static map[string]*spec.Schema) (managedfields.TypeConverter, error) {
-	if len(static) == 0 {
-		return managedfields.NewDeducedTypeConverter(), nil
+	var specs []*spec3.OpenAPI
+	if len(static) > 0 {
+		specs = append(specs, &spec3.OpenAPI{Version: "3.0.0", Info: &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes CRD Swagger", Version: "v0.1.0"}},
+			Components: &spec3.Components{Schemas: static}})
 	}
-	specs := []*spec3.OpenAPI{{Version: "3.0.0", Info: &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes CRD Swagger", Version: "v0.1.0"}},
-		Components: &spec3.Components{Schemas: static}}}
 	for _, v := range crd.Spec.Versions {
 		s, err := builder.BuildOpenAPIV3(crd, v.Name, builder.Options{})
 		if err != nil {
