@@ -25,6 +25,10 @@ func upOn(t *testing.T, bin, name, dir string) (*proc, string) {
 		if !strings.Contains(p.stderr.String(), "skiff is up in") {
 			return fmt.Errorf("%s not up yet", name)
 		}
+		// Once up, it tells a new user what to run next.
+		if !strings.Contains(p.stderr.String(), "skiff apply -f deploy/examples/web.yaml\n  skiff get pods\n  skiff trace deploy/web") {
+			return fmt.Errorf("%s up, but the next commands are not printed yet:\n%s", name, p.stderr.String())
+		}
 		return nil
 	})
 	return p, base

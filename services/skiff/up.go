@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -121,12 +123,23 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 	if kubeconfig != "" {
 		fmt.Fprintf(os.Stderr, "kubectl: export KUBECONFIG=%s\n", kubeconfig)
 	}
+	printNextCommands(os.Stderr)
 	if cp.Secured() {
 		fmt.Fprintf(os.Stderr, "NATS %s needs credentials: skiff agent --nats-creds FILE, FILE from `skiff nats-creds --data-dir %s --node NAME`\n", cp.NATS.ClientURL(), cfg.DataDir)
 	}
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "skiff: shutting down")
 	return nil
+}
+
+// printNextCommands shows a new user the three steps after start, spelled as they started
+// skiff (`go run ./services/skiff` leaves a binary in the build cache, not on PATH).
+func printNextCommands(w io.Writer) {
+	self := "skiff"
+	if exe, err := os.Executable(); err == nil && strings.Contains(exe, "go-build") {
+		self = "go run ./services/skiff"
+	}
+	fmt.Fprintf(w, "next:\n  %[1]s apply -f deploy/examples/web.yaml\n  %[1]s get pods\n  %[1]s trace deploy/web\n", self)
 }
 
 // flushTraces gives the exporter a few seconds to send what is buffered.
