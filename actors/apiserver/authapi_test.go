@@ -206,8 +206,13 @@ func TestReviewsAnswerAndAreNotStored(t *testing.T) {
 	}
 	// TokenReview asks the apiserver's own authenticators; it never echoes the token.
 	out = admin.mustDo(http.StatusCreated, "POST", authn+"/tokenreviews", `{"spec":{"token":"alice-token"}}`)
-	if s := st(out); s != canon(`{"authenticated":true,"user":{"username":"alice","uid":"u1","groups":["dev","system:authenticated"]}}`) || strings.Contains(fmt.Sprint(out), "alice-token") {
+	if s := st(out); s != canon(`{"authenticated":true,"user":{"username":"alice","uid":"u1","groups":["dev","system:authenticated"]},"audiences":["https://kubernetes.default.svc.cluster.local"]}`) || strings.Contains(fmt.Sprint(out), "alice-token") {
 		t.Errorf("TokenReview of alice's token: %v", out)
+	}
+	// A static token is good for the API's audiences only.
+	out = admin.mustDo(http.StatusCreated, "POST", authn+"/tokenreviews", `{"spec":{"token":"alice-token","audiences":["vault"]}}`)
+	if s := st(out); strings.Contains(s, `"authenticated":true`) {
+		t.Errorf("TokenReview of alice's token for vault: %s, want unauthenticated", s)
 	}
 	out = admin.mustDo(http.StatusCreated, "POST", authn+"/tokenreviews", `{"spec":{"token":"nobody"}}`)
 	if s := st(out); s != canon(`{"user":{},"error":"invalid bearer token"}`) {

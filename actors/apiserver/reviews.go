@@ -171,7 +171,11 @@ func (s *Server) tokenReview(ctx context.Context, _ string, body []byte) (any, e
 		return nil, invalidReview(authenticationv1.GroupName, "TokenReview", field.ErrorList{field.Required(field.NewPath("spec", "token"), "the token to review")})
 	}
 	rv.APIVersion, rv.Kind = authenticationv1.SchemeGroupVersion.String(), "TokenReview"
-	rv.Status = review.Token(ctx, s.auth().Authenticator, rv.Spec.Token, rv.Spec.Audiences)
+	var apiAudiences []string
+	if iss := s.opts.ServiceAccountIssuer; iss != nil {
+		apiAudiences = iss.Audiences
+	}
+	rv.Status = review.Token(ctx, s.auth().Authenticator, rv.Spec.Token, rv.Spec.Audiences, apiAudiences)
 	rv.Spec.Token = "" // never echo a credential
 	return &rv, nil
 }

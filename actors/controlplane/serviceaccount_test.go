@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -179,6 +180,25 @@ func TestTokenRequestAuthenticatesAsTheServiceAccount(t *testing.T) {
 	other := createToken(t, ctx, c.admin, "app", "reader", authenticationv1.TokenRequestSpec{Audiences: []string{"vault"}})
 	if _, err := c.as(other).CoreV1().Pods("app").List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
 		t.Fatalf("audience vault: %v; want 401", err)
+	}
+	// TokenReview checks for the audiences it names (else the API's) and reports the match,
+	// as a vault or another relying party asks.
+	review := func(token string, audiences ...string) authenticationv1.TokenReviewStatus {
+		t.Helper()
+		rv, err := c.admin.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: audiences}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rv.Status
+	}
+	if st := review(other, "vault", "elsewhere"); !st.Authenticated || fmt.Sprint(st.Audiences) != "[vault]" || st.User.Username != "system:serviceaccount:app:reader" {
+		t.Fatalf("TokenReview of the vault token for vault: %+v", st)
+	}
+	if st := review(other); st.Authenticated {
+		t.Fatalf("TokenReview of the vault token for the API: %+v, want unauthenticated", st)
+	}
+	if st := review(tr.Status.Token); !st.Authenticated || fmt.Sprint(st.Audiences) != "["+serviceaccount.DefaultIssuer+"]" {
+		t.Fatalf("TokenReview of an API token: %+v, want the API's audience", st)
 	}
 
 	// Bound to a pod: valid while the pod is, refused once it is gone.

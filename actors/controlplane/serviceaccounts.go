@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -44,9 +45,9 @@ func (c Config) serviceAccountIssuer() (*serviceaccount.Issuer, error) {
 // tokenChain tries each lookup in turn: static tokens first, then ServiceAccount JWTs.
 type tokenChain []authn.TokenLookup
 
-func (t tokenChain) Lookup(token string) (authn.User, bool) {
+func (t tokenChain) Lookup(ctx context.Context, token string) (authn.User, bool) {
 	for _, l := range t {
-		if u, ok := l.Lookup(token); ok {
+		if u, ok := l.Lookup(ctx, token); ok {
 			return u, true
 		}
 	}

@@ -1,6 +1,7 @@
 package authn
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -21,15 +22,15 @@ func TestParseTokens(t *testing.T) {
 	if tk.Len() != 3 {
 		t.Fatalf("%d tokens, want 3", tk.Len())
 	}
-	u, ok := tk.Lookup("secret1")
+	u, ok := tk.Lookup(context.Background(), "secret1")
 	if !ok || u.Name != "alice" || !u.InGroup("dev") || !u.InGroup("ops") || !u.InGroup(GroupAuthenticated) {
 		t.Errorf("secret1 = %+v %v", u, ok)
 	}
-	if u, _ := tk.Lookup("secret2"); u.NodeName() != "a" {
+	if u, _ := tk.Lookup(context.Background(), "secret2"); u.NodeName() != "a" {
 		t.Errorf("secret2 node = %q, want a", u.NodeName())
 	}
 	for _, bad := range []string{"", "secret", "secret1 ", "SECRET1"} {
-		if _, ok := tk.Lookup(bad); ok {
+		if _, ok := tk.Lookup(context.Background(), bad); ok {
 			t.Errorf("token %q accepted", bad)
 		}
 	}
@@ -69,7 +70,7 @@ func TestEnsureTokenFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u, ok := tk.Lookup(tok); !ok || u.Name != "admin" || !u.InGroup(GroupMasters) {
+	if u, ok := tk.Lookup(context.Background(), tok); !ok || u.Name != "admin" || !u.InGroup(GroupMasters) {
 		t.Errorf("admin token maps to %+v %v", u, ok)
 	}
 }

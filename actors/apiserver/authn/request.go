@@ -50,7 +50,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (u User, found bool, err e
 		if !ok || a.Tokens == nil {
 			return User{}, true, ErrInvalid
 		}
-		if u, ok := a.Tokens.Lookup(tok); ok {
+		if u, ok := a.Tokens.Lookup(r.Context(), tok); ok {
 			return u, true, nil
 		}
 		return User{}, true, ErrInvalid

@@ -1,6 +1,7 @@
 package authn
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"sync"
@@ -10,7 +11,8 @@ import (
 
 // TokenLookup finds the user a bearer token stands for.
 type TokenLookup interface {
-	Lookup(token string) (User, bool)
+	// Lookup may read the audiences the token is checked for from ctx (AudiencesFrom).
+	Lookup(ctx context.Context, token string) (User, bool)
 }
 
 // TokenFile is a token file that is reloaded when it changes, so adding or revoking a token
@@ -55,11 +57,11 @@ func OpenTokenFile(path string, checkEvery time.Duration, logger *slog.Logger) (
 func stampOf(st os.FileInfo) fileStamp { return fileStamp{mod: st.ModTime(), size: st.Size()} }
 
 // Lookup reloads the file if it changed since the last check, then looks the token up.
-func (f *TokenFile) Lookup(token string) (User, bool) {
+func (f *TokenFile) Lookup(ctx context.Context, token string) (User, bool) {
 	if now := time.Now().UnixNano(); now >= f.next.Load() {
 		f.reload(now)
 	}
-	return f.tokens.Load().Lookup(token)
+	return f.tokens.Load().Lookup(ctx, token)
 }
 
 func (f *TokenFile) reload(now int64) {

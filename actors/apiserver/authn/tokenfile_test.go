@@ -1,6 +1,7 @@
 package authn
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func TestTokenFileReloadsOnChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	has := func(tok string) bool { _, ok := f.Lookup(tok); return ok }
+	has := func(tok string) bool { _, ok := f.Lookup(context.Background(), tok); return ok }
 	if !has("a") || has("b") {
 		t.Fatal("initial tokens wrong")
 	}

@@ -11,6 +11,9 @@ type User struct {
 	UID    string
 	Groups []string
 	Extra  map[string][]string // e.g. from Impersonate-Extra-<key> headers
+	// Audiences the credential was accepted for, set by audience-aware authenticators
+	// (ServiceAccount tokens); nil for the audience-agnostic ones.
+	Audiences []string
 }
 
 // Well-known names, as in Kubernetes.

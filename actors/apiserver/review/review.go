@@ -8,6 +8,7 @@ package review
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -107,9 +108,12 @@ func SubjectUser(spec authorizationv1.SubjectAccessReviewSpec) authn.User {
 // Token asks the API server's authenticators about token, exactly as they judge a request
 // bearing it, so every token authenticator in the chain answers TokenReview too. The audiences
 // asked for travel in the context (authn.AudiencesFrom) for audience-aware authenticators.
-func Token(ctx context.Context, an *authn.Authenticator, token string, audiences []string) authenticationv1.TokenReviewStatus {
+func Token(ctx context.Context, an *authn.Authenticator, token string, audiences, apiAudiences []string) authenticationv1.TokenReviewStatus {
 	if an == nil {
 		return authenticationv1.TokenReviewStatus{Error: "authentication is off on this API server"}
+	}
+	if len(audiences) == 0 { // the API's own, as kube-apiserver reviews for them
+		audiences = apiAudiences
 	}
 	r, err := http.NewRequestWithContext(authn.WithAudiences(ctx, audiences), http.MethodGet, "/", nil)
 	if err != nil {
@@ -124,5 +128,23 @@ func Token(ctx context.Context, an *authn.Authenticator, token string, audiences
 		}
 		return authenticationv1.TokenReviewStatus{Error: msg}
 	}
-	return authenticationv1.TokenReviewStatus{Authenticated: true, User: UserInfo(u)}
+	// Audience-agnostic credentials (static tokens) are good for the API's audiences only.
+	matched := u.Audiences
+	if matched == nil {
+		matched = intersect(apiAudiences, audiences)
+		if len(apiAudiences) > 0 && len(matched) == 0 {
+			return authenticationv1.TokenReviewStatus{Error: "token audiences are not accepted: " + strings.Join(audiences, ", ")}
+		}
+	}
+	return authenticationv1.TokenReviewStatus{Authenticated: true, User: UserInfo(u), Audiences: matched}
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }

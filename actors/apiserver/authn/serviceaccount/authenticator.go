@@ -35,8 +35,8 @@ type Authenticator struct {
 }
 
 // Lookup implements authn.TokenLookup.
-func (a *Authenticator) Lookup(token string) (authn.User, bool) {
-	u, err := a.Authenticate(context.Background(), token)
+func (a *Authenticator) Lookup(ctx context.Context, token string) (authn.User, bool) {
+	u, err := a.Authenticate(ctx, token)
 	if err != nil {
 		if !errors.Is(err, ErrNotOurs) && a.Logger != nil {
 			a.Logger.Debug("service account token refused", "err", err)
@@ -46,13 +46,14 @@ func (a *Authenticator) Lookup(token string) (authn.User, bool) {
 	return u, true
 }
 
-// Authenticate verifies token and returns its account's user, or why it is refused.
+// Authenticate verifies token and returns its account's user, or why it is refused: for the
+// audiences in ctx (a TokenReview's), else for the API's.
 func (a *Authenticator) Authenticate(ctx context.Context, token string) (authn.User, error) {
 	now := time.Now()
 	if a.Now != nil {
 		now = a.Now()
 	}
-	c, err := a.Issuer.Verify(token, now)
+	c, err := a.Issuer.VerifyFor(token, now, authn.AudiencesFrom(ctx))
 	if err != nil {
 		return authn.User{}, err
 	}
@@ -81,7 +82,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (authn.U
 			return authn.User{}, errors.New("bound secret is being deleted")
 		}
 	}
-	return UserOf(c.Namespace, c.ServiceAccount.Name), nil
+	u := UserOf(c.Namespace, c.ServiceAccount.Name)
+	u.Audiences = c.Audiences
+	return u, nil
 }
 
 // UserOf is the user an account authenticates as, with its groups.

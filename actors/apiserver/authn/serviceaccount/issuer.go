@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -130,6 +129,15 @@ var (
 // Verify checks the signature, issuer, audiences and times of token at now and returns its
 // claims. It does not look at the objects the token names (Authenticator does).
 func (i *Issuer) Verify(token string, now time.Time) (*Claims, error) {
+	return i.VerifyFor(token, now, nil)
+}
+
+// VerifyFor is Verify for the given audiences (nil: the API's); the claims' Audiences are then
+// the token's audiences among them, as kube reports them.
+func (i *Issuer) VerifyFor(token string, now time.Time, audiences []string) (*Claims, error) {
+	if len(audiences) == 0 {
+		audiences = i.Audiences
+	}
 	tok, err := jwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		return nil, ErrNotOurs
@@ -142,7 +150,13 @@ func (i *Issuer) Verify(token string, now time.Time) (*Claims, error) {
 	if pub.Issuer != i.URL {
 		return nil, ErrNotOurs
 	}
-	if !slices.ContainsFunc(i.Audiences, func(a string) bool { return pub.Audience.Contains(a) }) {
+	var matched []string
+	for _, a := range audiences {
+		if pub.Audience.Contains(a) {
+			matched = append(matched, a)
+		}
+	}
+	if len(matched) == 0 {
 		return nil, ErrWrongAudence
 	}
 	// No leeway: the signer and the verifier are the same cluster's clocks.
@@ -155,7 +169,9 @@ func (i *Issuer) Verify(token string, now time.Time) (*Claims, error) {
 	if pub.Expiry == nil || priv.Kubernetes.Namespace == "" || priv.Kubernetes.ServiceAccount.Name == "" {
 		return nil, ErrNotOurs
 	}
-	return claimsOf(pub, priv), nil
+	c := claimsOf(pub, priv)
+	c.Audiences = matched
+	return c, nil
 }
 
 // JWKS is the public key set (/openid/v1/jwks).
