@@ -30,6 +30,7 @@ import (
 	"github.com/skiff-sh/skiff/bus/lease"
 	"github.com/skiff-sh/skiff/bus/natsserver"
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/schemas"
 )
 
 // Config says what to run.
@@ -202,6 +203,12 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 		return nil, err
 	}
 	cp.Client = &apiclient.Client{T: apiclient.NATS{Conn: cp.Conn, Subject: natsID.APISubject()}}
+	if transformer == nil {
+		// Secrets are sealed in the log with a key only apiservers hold: read them through one.
+		cp.Informers.ReadThrough("", "secrets", func(k *schemas.Kind, ns string) informer.Source {
+			return &informer.APISource{Client: cp.Client, Kind: k, Namespace: ns}
+		})
+	}
 	if cfg.Runs(APIServer) {
 		if err := cp.startAPIServer(ctx); err != nil {
 			return nil, err

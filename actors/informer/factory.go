@@ -19,6 +19,19 @@ type Factory struct {
 	mu    sync.Mutex
 	infs  map[string]*Informer
 	start func(*Informer) // set while the factory's actor runs: starts an informer asked for later
+	via   map[string]func(kind *schemas.Kind, namespace string) Source // kinds not read from the log
+}
+
+// ReadThrough makes the informers of group/resource read through src instead of the log: a
+// process without the key that seals Secrets in the log reads them through the API, as
+// kube's controller-manager does. Call it before the first informer of that kind is asked for.
+func (f *Factory) ReadThrough(group, resource string, src func(kind *schemas.Kind, namespace string) Source) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.via == nil {
+		f.via = map[string]func(*schemas.Kind, string) Source{}
+	}
+	f.via[group+"/"+resource] = src
 }
 
 // NewFactory returns an empty factory over log.
@@ -35,7 +48,12 @@ func (f *Factory) ForKind(kind *schemas.Kind, namespace string) *Informer {
 	if inf, ok := f.infs[key]; ok {
 		return inf
 	}
-	inf := New(f.log, kind, namespace)
+	var inf *Informer
+	if src := f.via[kind.GVK.Group+"/"+kind.Resource]; src != nil {
+		inf = NewFrom(src(kind, namespace), kind, namespace)
+	} else {
+		inf = New(f.log, kind, namespace)
+	}
 	f.infs[key] = inf
 	if f.start != nil {
 		f.start(inf)
