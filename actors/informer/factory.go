@@ -18,7 +18,7 @@ type Factory struct {
 
 	mu    sync.Mutex
 	infs  map[string]*Informer
-	start func(*Informer) // set while the factory's actor runs: starts an informer asked for later
+	start func(*Informer)                                              // set while the factory's actor runs: starts an informer asked for later
 	via   map[string]func(kind *schemas.Kind, namespace string) Source // kinds not read from the log
 }
 
