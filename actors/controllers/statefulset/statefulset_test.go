@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
@@ -152,15 +153,18 @@ func TestOrderedReadyCreatesInOrderAndScalesDownInReverse(t *testing.T) {
 		t.Fatalf("pod identity: hostname %q subdomain %q labels %v owners %v", p.Spec.Hostname, p.Spec.Subdomain, p.Labels, p.OwnerReferences)
 	}
 
-	// An unhealthy pod halts an ordered scale-down.
-	setReady(t, cp, "web-0", false)
+	// An unhealthy condemned pod halts an ordered scale-down while a lower one is unhealthy too.
+	setReady(t, cp, "web-1", false)
+	setReady(t, cp, "web-2", false)
+	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.ReadyReplicas == 1 }) // seen by the controller
 	scale(t, cp, "web", func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To(int32(1)) })
-	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.ReadyReplicas == 2 })
+	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.ReadyReplicas == 1 })
 	if got := podNames(t, cp, "web"); len(got) != 3 {
-		t.Fatalf("scale-down went on past the unready web-0: %v", got)
+		t.Fatalf("scale-down went on past unready pods: %v", got)
 	}
-	// Healthy again: the highest ordinal goes first.
-	setReady(t, cp, "web-0", true)
+	// web-2 healthy again: it goes, then web-1 (the first unhealthy pod may go): the highest
+	// ordinal first.
+	setReady(t, cp, "web-2", true)
 	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.Replicas == 1 && s.ReadyReplicas == 1 })
 	want := []string{"+web-0", "+web-1", "+web-2", "-web-2", "-web-1"}
 	if got := events(); !reflect.DeepEqual(got, want) {
@@ -301,5 +305,78 @@ func TestOnDeleteUpdatesOnlyDeletedPods(t *testing.T) {
 	}
 	if got := revisionOf(t, cp, "web-0"); got != s.Status.CurrentRevision {
 		t.Fatalf("web-0 changed to %s", got)
+	}
+}
+
+func TestRollingUpdateTakesMaxUnavailableDownAtOnce(t *testing.T) {
+	cp, ctx := start(t, 0)
+	events := journal(t, cp)
+	if _, err := cp.Client.Create(ctx, newSet("web", 4, func(s *appsv1.StatefulSet) {
+		s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: ptr.To(intstr.FromString("50%"))}
+	})); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.Replicas == int32(i+1) })
+		setReady(t, cp, fmt.Sprintf("web-%d", i), true)
+	}
+	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.ReadyReplicas == 4 })
+	scale(t, cp, "web", func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "img:2" })
+	// Two of four may be down: web-3 and web-2 go together, then web-2 comes back first.
+	ct.Wait(t, func() error {
+		if got := events(); len(got) < 7 {
+			return ct.Errorf("events %v", got)
+		}
+		return nil
+	})
+	if got, want := events()[4:7], []string{"-web-3", "-web-2", "+web-2"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("update order %v; want %v", got, want)
+	}
+	setReady(t, cp, "web-2", true)
+	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.Replicas == 4 })
+	setReady(t, cp, "web-3", true)
+	// Both top pods updated and ready: the next two go together.
+	ct.Wait(t, func() error {
+		if got := events(); len(got) < 11 {
+			return ct.Errorf("events %v", got)
+		}
+		return nil
+	})
+	if got, want := events()[8:11], []string{"-web-1", "-web-0", "+web-0"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("update order %v; want %v", got, want)
+	}
+	setReady(t, cp, "web-0", true)
+	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.Replicas == 4 })
+	setReady(t, cp, "web-1", true)
+	s := waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.UpdatedReplicas == 4 && s.ReadyReplicas == 4 })
+	if s.Status.CurrentRevision != s.Status.UpdateRevision {
+		t.Fatalf("rollout not complete: %+v", s.Status)
+	}
+}
+
+func TestAdoptsOrphansByNameAndSelector(t *testing.T) {
+	cp, ctx := start(t, 2)
+	for _, name := range []string{"web-0", "other-0"} {
+		orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": "web"}},
+			Spec: ct.Template("web", "img:1").Spec}
+		if _, err := cp.Client.Create(ctx, orphan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orphanUID := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "web-0").UID
+	// OnDelete keeps the adopted pod as it is (a rolling update would replace it: it carries no
+	// revision).
+	if _, err := cp.Client.Create(ctx, newSet("web", 2, func(s *appsv1.StatefulSet) {
+		s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	})); err != nil {
+		t.Fatal(err)
+	}
+	s := waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.ReadyReplicas == 2 })
+	if p := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "web-0"); p.UID != orphanUID || !controllerkit.IsOwnedBy(p, s) {
+		t.Fatalf("web-0 not adopted: uid %s owners %v", p.UID, p.OwnerReferences)
+	}
+	// Selected but not named as a member: left alone, as kube does.
+	if p := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "other-0"); len(p.OwnerReferences) != 0 {
+		t.Fatalf("other-0 adopted: %v", p.OwnerReferences)
 	}
 }
