@@ -4,9 +4,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/actors/simnode"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
+
+// simNodes runs n simulated nodes (Running and Ready pods) until the test ends.
+func simNodes(t *testing.T, cp *controlplane.ControlPlane, n int) {
+	t.Helper()
+	pid, err := cp.Actors.Spawn("simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: n}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Actors.Stop(pid) })
+}
 
 const stsManifest = `apiVersion: v1
 kind: Service
@@ -40,11 +51,7 @@ spec:
 // plane (its controller-manager runs the StatefulSet controller) with simulated nodes.
 func TestKubectlStatefulSet(t *testing.T) {
 	cp := testutil.StartControlPlane(t)
-	pid, err := cp.Actors.Spawn("simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: 2}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cp.Actors.Stop(pid) })
+	simNodes(t, cp, 2)
 	kubectl := kubectlEnv(t, cp.URL())
 	out, err := kubectl("apply", "-f", writeFile(t, "web.yaml", stsManifest))
 	if err != nil || !strings.Contains(out, "statefulset.apps/web created") {

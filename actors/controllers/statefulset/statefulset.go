@@ -5,7 +5,6 @@
 package statefulset
 
 import (
-	"log/slog"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -37,9 +36,7 @@ type controller struct {
 	queue  *controllerkit.Queue
 	exp    *controllerkit.Expectations
 	podCtl controllerkit.PodControl
-	rec    *events.Recorder
 	now    func() time.Time
-	logger *slog.Logger
 }
 
 // New returns the producer of the StatefulSet controller actor.
@@ -51,11 +48,9 @@ func New(cfg Config) func() actorkit.Actor {
 		revs:   controllerkit.IndexOwners(cfg.Informers.For("apps", "controllerrevisions")),
 		queue:  &controllerkit.Queue{},
 		exp:    controllerkit.NewExpectations(),
-		rec:    events.New(cfg.Client, Name, ""),
+		podCtl: controllerkit.PodControl{Client: cfg.Client, Recorder: events.New(cfg.Client, Name, "")},
 		now:    time.Now,
-		logger: cfg.Logger,
 	}
-	c.podCtl = controllerkit.PodControl{Client: cfg.Client, Recorder: c.rec}
 	sets := controllerkit.OnChange(c.queue.Enqueue)
 	sets.Delete = func(o runtime.Object) {
 		c.exp.Forget(controllerkit.KeyOf(controllerkit.Meta(o)))
@@ -113,12 +108,7 @@ func (c *controller) podChanged(old, p *corev1.Pod) {
 		return
 	}
 	key := controllerkit.KeyOf(s)
-	if old == nil {
-		c.exp.CreationObserved(key)
-	}
-	if p.DeletionTimestamp != nil && (old == nil || old.DeletionTimestamp == nil) {
-		c.exp.DeletionObserved(key, controllerkit.KeyOf(p))
-	}
+	c.exp.PodChanged(key, old, p)
 	c.queue.Add(key)
 }
 

@@ -71,6 +71,17 @@ func journal(t *testing.T, cp *controlplane.ControlPlane) func() []string {
 	}
 }
 
+// waitEvents waits until the journal holds n events.
+func waitEvents(t *testing.T, events func() []string, n int) {
+	t.Helper()
+	ct.Wait(t, func() error {
+		if got := events(); len(got) < n {
+			return ct.Errorf("events %v", got)
+		}
+		return nil
+	})
+}
+
 func getSet(t *testing.T, cp *controlplane.ControlPlane, name string) *appsv1.StatefulSet {
 	return ct.Get[*appsv1.StatefulSet](t, cp, "apps", "statefulsets", "default", name)
 }
@@ -198,11 +209,7 @@ func TestReplacesDeletedAndFailedPodsUnderTheirNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.ReadyReplicas == 3 })
-	old := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "web-1")
-	if err := cp.Client.Delete(ctx, controllerkit.MustKind("", "pods"), "default", "web-1", nil); err != nil {
-		t.Fatal(err)
-	}
-	waitPodReplaced(t, cp, "web-1", old.UID)
+	replacePod(t, cp, "web-1")
 
 	failed := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "web-0")
 	failed.Status.Phase = corev1.PodFailed
@@ -213,6 +220,16 @@ func TestReplacesDeletedAndFailedPodsUnderTheirNames(t *testing.T) {
 	if got := podNames(t, cp, "web"); !reflect.DeepEqual(got, []string{"web-0", "web-1", "web-2"}) {
 		t.Fatalf("pods %v", got)
 	}
+}
+
+// replacePod deletes the pod and waits for the controller to bring it back under its name.
+func replacePod(t *testing.T, cp *controlplane.ControlPlane, name string) {
+	t.Helper()
+	old := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", name)
+	if err := cp.Client.Delete(context.Background(), controllerkit.MustKind("", "pods"), "default", name, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitPodReplaced(t, cp, name, old.UID)
 }
 
 func waitPodReplaced(t *testing.T, cp *controlplane.ControlPlane, name string, oldUID any) {
@@ -255,11 +272,7 @@ func TestRollingUpdateHonoursPartition(t *testing.T) {
 		}
 	}
 	// Below the partition a replaced pod keeps the current revision.
-	old := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "web-0")
-	if err := cp.Client.Delete(ctx, controllerkit.MustKind("", "pods"), "default", "web-0", nil); err != nil {
-		t.Fatal(err)
-	}
-	waitPodReplaced(t, cp, "web-0", old.UID)
+	replacePod(t, cp, "web-0")
 	if got := revisionOf(t, cp, "web-0"); got != s.Status.CurrentRevision {
 		t.Fatalf("web-0 recreated at %s; want the current %s", got, s.Status.CurrentRevision)
 	}
@@ -295,11 +308,7 @@ func TestOnDeleteUpdatesOnlyDeletedPods(t *testing.T) {
 	if s.Status.UpdatedReplicas != 0 || s.Status.CurrentReplicas != 2 {
 		t.Fatalf("OnDelete replaced pods by itself: %+v", s.Status)
 	}
-	old := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "web-1")
-	if err := cp.Client.Delete(ctx, controllerkit.MustKind("", "pods"), "default", "web-1", nil); err != nil {
-		t.Fatal(err)
-	}
-	waitPodReplaced(t, cp, "web-1", old.UID)
+	replacePod(t, cp, "web-1")
 	if got := revisionOf(t, cp, "web-1"); got != s.Status.UpdateRevision {
 		t.Fatalf("web-1 recreated at %s; want %s", got, s.Status.UpdateRevision)
 	}
@@ -323,12 +332,7 @@ func TestRollingUpdateTakesMaxUnavailableDownAtOnce(t *testing.T) {
 	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.ReadyReplicas == 4 })
 	scale(t, cp, "web", func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "img:2" })
 	// Two of four may be down: web-3 and web-2 go together, then web-2 comes back first.
-	ct.Wait(t, func() error {
-		if got := events(); len(got) < 7 {
-			return ct.Errorf("events %v", got)
-		}
-		return nil
-	})
+	waitEvents(t, events, 7)
 	if got, want := events()[4:7], []string{"-web-3", "-web-2", "+web-2"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("update order %v; want %v", got, want)
 	}
@@ -336,12 +340,7 @@ func TestRollingUpdateTakesMaxUnavailableDownAtOnce(t *testing.T) {
 	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.Replicas == 4 })
 	setReady(t, cp, "web-3", true)
 	// Both top pods updated and ready: the next two go together.
-	ct.Wait(t, func() error {
-		if got := events(); len(got) < 11 {
-			return ct.Errorf("events %v", got)
-		}
-		return nil
-	})
+	waitEvents(t, events, 11)
 	if got, want := events()[8:11], []string{"-web-1", "-web-0", "+web-0"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("update order %v; want %v", got, want)
 	}

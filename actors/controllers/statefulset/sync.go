@@ -31,16 +31,9 @@ type view struct {
 }
 
 func (c *controller) sync(ctx context.Context, key string) error {
-	ns, name := controllerkit.SplitKey(key)
-	o, ok := c.sets.Get(ns, name)
+	s, sel, ok := controllerkit.Workload(c.sets, c.exp, key, func(s *appsv1.StatefulSet) *metav1.LabelSelector { return s.Spec.Selector })
 	if !ok {
-		c.exp.Forget(key)
 		return nil
-	}
-	s := o.(*appsv1.StatefulSet)
-	sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
-	if err != nil || sel.Empty() {
-		return nil // validation forbids this
 	}
 	// Decide on expectations first: the cache read below then includes what they awaited.
 	satisfied := c.exp.Satisfied(key)
