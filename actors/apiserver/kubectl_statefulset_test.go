@@ -99,6 +99,12 @@ func TestKubectlStatefulSet(t *testing.T) {
 		t.Fatalf("images after undo: %v %q", err, out)
 	}
 
+	// Deleting the set takes its pods and revisions with it (the garbage collector).
+	if out, err := kubectl("delete", "sts", "web"); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+	kubectlUntil(t, kubectl, "No resources found", "get", "pods,controllerrevisions", "-l", "app=web")
+
 	// Bad input is refused naming the field, and nothing is written.
 	for _, c := range []struct{ edit, want string }{
 		{"labels: {app: other}", "spec.template.metadata.labels: Invalid value"},

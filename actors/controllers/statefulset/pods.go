@@ -54,12 +54,23 @@ func newPod(s *appsv1.StatefulSet, t *corev1.PodTemplateSpec, revision string, o
 	p := controllerkit.PodFromTemplate(s, gvk, t)
 	p.GenerateName = ""
 	p.Name = podName(s, ordinal)
-	p.Labels[PodNameLabel] = p.Name
-	p.Labels[PodIndexLabel] = strconv.Itoa(ordinal)
+	setIdentityLabels(p, ordinal)
 	p.Labels[RevisionLabel] = revision
 	p.Spec.Hostname = p.Name
 	p.Spec.Subdomain = s.Spec.ServiceName
 	return p
+}
+
+func setIdentityLabels(p *corev1.Pod, ordinal int) {
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[PodNameLabel] = p.Name
+	p.Labels[PodIndexLabel] = strconv.Itoa(ordinal)
+}
+
+func identityMatches(p *corev1.Pod, ordinal int) bool {
+	return p.Labels[PodNameLabel] == p.Name && p.Labels[PodIndexLabel] == strconv.Itoa(ordinal)
 }
 
 func isTerminating(p *corev1.Pod) bool { return p.DeletionTimestamp != nil }

@@ -374,6 +374,14 @@ func TestAdoptsOrphansByNameAndSelector(t *testing.T) {
 	if p := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "web-0"); p.UID != orphanUID || !controllerkit.IsOwnedBy(p, s) {
 		t.Fatalf("web-0 not adopted: uid %s owners %v", p.UID, p.OwnerReferences)
 	}
+	// The adopted pod is given the labels that name it.
+	ct.Wait(t, func() error {
+		p := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "web-0")
+		if p.Labels[statefulset.PodNameLabel] != "web-0" || p.Labels[statefulset.PodIndexLabel] != "0" {
+			return ct.Errorf("labels %v", p.Labels)
+		}
+		return nil
+	})
 	// Selected but not named as a member: left alone, as kube does.
 	if p := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "other-0"); len(p.OwnerReferences) != 0 {
 		t.Fatalf("other-0 adopted: %v", p.OwnerReferences)

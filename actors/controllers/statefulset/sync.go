@@ -121,9 +121,15 @@ func (c *controller) processReplica(ctx context.Context, v *view, i int, ordered
 		return true, c.createPod(ctx, v, startOrdinal(v.set)+i)
 	case isTerminating(p):
 		return true, nil
-	default:
-		return !runningAndAvailable(p, minReady, v.now), nil
+	case !identityMatches(p, startOrdinal(v.set)+i):
+		// An adopted pod gets the labels that name it, as kube's controller gives them.
+		next := p.DeepCopy()
+		setIdentityLabels(next, startOrdinal(v.set)+i)
+		if _, err := c.client.Update(ctx, next); err != nil {
+			return true, err
+		}
 	}
+	return !runningAndAvailable(p, minReady, v.now), nil
 }
 
 // processCondemned removes p, a pod beyond the range; an ordered set removes one at a time
