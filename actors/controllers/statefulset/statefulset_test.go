@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	ct "github.com/skiff-sh/skiff/actors/controllers/controllertest"
 	"github.com/skiff-sh/skiff/actors/controllers/statefulset"
@@ -385,5 +386,23 @@ func TestAdoptsOrphansByNameAndSelector(t *testing.T) {
 	// Selected but not named as a member: left alone, as kube does.
 	if p := ct.Get[*corev1.Pod](t, cp, "", "pods", "default", "other-0"); len(p.OwnerReferences) != 0 {
 		t.Fatalf("other-0 adopted: %v", p.OwnerReferences)
+	}
+}
+
+func TestSurvivesActorRestart(t *testing.T) {
+	cp := ct.Start(t)
+	ctx := ct.Ctx(t)
+	pid := ct.Spawn(t, cp, "statefulset", statefulset.New(statefulset.Config{Informers: cp.Informers, Client: cp.Client}))
+	ct.Spawn(t, cp, "simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: 1}))
+	ct.Binder(t, cp)
+	if _, err := cp.Client.Create(ctx, newSet("web", 2)); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.ReadyReplicas == 2 })
+	cp.Actors.Send(pid, &actorkit.Crash{})
+	scale(t, cp, "web", func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr.To(int32(4)) })
+	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.ReadyReplicas == 4 })
+	if got, want := podNames(t, cp, "web"), []string{"web-0", "web-1", "web-2", "web-3"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("pods after restart %v; want %v", got, want)
 	}
 }
