@@ -76,6 +76,9 @@ func TestKubectlStatefulSet(t *testing.T) {
 	if out, _ := kubectl("get", "all"); !strings.Contains(out, "statefulset.apps/web") {
 		t.Fatalf("get all:\n%s", out)
 	}
+	if out, err := kubectl("explain", "sts.spec.podManagementPolicy"); err != nil || !strings.Contains(out, "OrderedReady") {
+		t.Fatalf("explain: %v\n%s", err, out)
+	}
 
 	// A new image rolls out; history has both revisions, and undo goes back to the first.
 	if out, err := kubectl("set", "image", "sts/web", "c=img:2"); err != nil {
