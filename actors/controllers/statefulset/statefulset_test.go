@@ -406,3 +406,20 @@ func TestSurvivesActorRestart(t *testing.T) {
 		t.Fatalf("pods after restart %v; want %v", got, want)
 	}
 }
+
+func TestOrderedReadyWaitsForMinReadySeconds(t *testing.T) {
+	cp, ctx := start(t, 0)
+	if _, err := cp.Client.Create(ctx, newSet("web", 2, func(s *appsv1.StatefulSet) { s.Spec.MinReadySeconds = 3 })); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.Replicas == 1 })
+	setReady(t, cp, "web-0", true)
+	// Ready but not yet available (at least 2 s of the 3: the condition's time is kept in whole
+	// seconds): web-1 waits.
+	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.ReadyReplicas == 1 && s.AvailableReplicas == 0 })
+	if got := podNames(t, cp, "web"); !reflect.DeepEqual(got, []string{"web-0"}) {
+		t.Fatalf("web-1 created before web-0 was available: %v", got)
+	}
+	// Available later, with no event of its own: the controller wakes itself.
+	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.AvailableReplicas == 1 && s.Replicas == 2 })
+}
