@@ -7,11 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// StatefulSet validates a StatefulSet as kube-apiserver does. volumeClaimTemplates are refused:
+// StatefulSet validates a StatefulSet as kube-apiserver does: its name is a DNS label, since
+// each pod's hostname is <name>-<ordinal>. volumeClaimTemplates are refused:
 // PersistentVolumeClaims are not served, and a set accepted with claims its pods never get
 // would run without the storage it asked for.
 func StatefulSet(s *appsv1.StatefulSet) field.ErrorList {
-	errs := objectMeta(&s.ObjectMeta, true, apivalidation.NameIsDNSSubdomain)
+	errs := objectMeta(&s.ObjectMeta, true, apivalidation.NameIsDNSLabel)
 	sp := &s.Spec
 	errs = append(errs, replicas(sp.Replicas)...)
 	errs = append(errs, workloadTemplate(sp.Selector, &sp.Template, "statefulset")...)

@@ -49,6 +49,7 @@ func TestStatefulSetInvalid(t *testing.T) {
 		name, path, want string
 		edit             func(*appsv1.StatefulSet)
 	}{
+		{"dotted name", "metadata.name", "must not contain dots", func(s *appsv1.StatefulSet) { s.Name = "web.v1" }},
 		{"negative replicas", "spec.replicas", "must be greater than or equal to 0", func(s *appsv1.StatefulSet) { s.Spec.Replicas = ptr(int32(-1)) }},
 		{"selector mismatch", "spec.template.metadata.labels", "`selector` does not match template `labels`", func(s *appsv1.StatefulSet) {
 			s.Spec.Template.Labels = map[string]string{"app": "other"}
