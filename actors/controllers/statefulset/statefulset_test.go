@@ -27,13 +27,19 @@ import (
 // start runs the controller on a control plane; with nodes, simulated nodes run the pods
 // (Running and Ready at once), else the test decides each pod's state itself.
 func start(t *testing.T, nodes int) (*controlplane.ControlPlane, context.Context) {
+	cp, ctx, _ := startWithPID(t, nodes)
+	return cp, ctx
+}
+
+// startWithPID is start, also returning the controller actor's PID.
+func startWithPID(t *testing.T, nodes int) (*controlplane.ControlPlane, context.Context, *actorkit.PID) {
 	cp := ct.Start(t)
-	ct.Spawn(t, cp, "statefulset", statefulset.New(statefulset.Config{Informers: cp.Informers, Client: cp.Client}))
+	pid := ct.Spawn(t, cp, "statefulset", statefulset.New(statefulset.Config{Informers: cp.Informers, Client: cp.Client}))
 	if nodes > 0 {
 		ct.Spawn(t, cp, "simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: nodes}))
 		ct.Binder(t, cp)
 	}
-	return cp, ct.Ctx(t)
+	return cp, ct.Ctx(t), pid
 }
 
 func newSet(name string, replicas int32, mutate ...func(*appsv1.StatefulSet)) *appsv1.StatefulSet {
@@ -332,22 +338,20 @@ func TestRollingUpdateTakesMaxUnavailableDownAtOnce(t *testing.T) {
 	}
 	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.ReadyReplicas == 4 })
 	scale(t, cp, "web", func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "img:2" })
-	// Two of four may be down: web-3 and web-2 go together, then web-2 comes back first.
-	waitEvents(t, events, 7)
-	if got, want := events()[4:7], []string{"-web-3", "-web-2", "+web-2"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("update order %v; want %v", got, want)
+	// Two of four may be down: web-3 and web-2 go together, web-2 comes back first; once both
+	// are updated and ready, web-1 and web-0 go together.
+	for _, step := range []struct {
+		at   int
+		want []string
+	}{{4, []string{"-web-3", "-web-2", "+web-2"}}, {8, []string{"-web-1", "-web-0", "+web-0"}}} {
+		waitEvents(t, events, step.at+3)
+		if got := events()[step.at : step.at+3]; !reflect.DeepEqual(got, step.want) {
+			t.Fatalf("update order %v; want %v", got, step.want)
+		}
+		setReady(t, cp, step.want[2][1:], true)
+		waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.Replicas == 4 })
+		setReady(t, cp, step.want[0][1:], true)
 	}
-	setReady(t, cp, "web-2", true)
-	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.Replicas == 4 })
-	setReady(t, cp, "web-3", true)
-	// Both top pods updated and ready: the next two go together.
-	waitEvents(t, events, 11)
-	if got, want := events()[8:11], []string{"-web-1", "-web-0", "+web-0"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("update order %v; want %v", got, want)
-	}
-	setReady(t, cp, "web-0", true)
-	waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.Replicas == 4 })
-	setReady(t, cp, "web-1", true)
 	s := waitStatus(t, cp, "web", func(s appsv1.StatefulSetStatus) bool { return s.UpdatedReplicas == 4 && s.ReadyReplicas == 4 })
 	if s.Status.CurrentRevision != s.Status.UpdateRevision {
 		t.Fatalf("rollout not complete: %+v", s.Status)
@@ -390,11 +394,7 @@ func TestAdoptsOrphansByNameAndSelector(t *testing.T) {
 }
 
 func TestSurvivesActorRestart(t *testing.T) {
-	cp := ct.Start(t)
-	ctx := ct.Ctx(t)
-	pid := ct.Spawn(t, cp, "statefulset", statefulset.New(statefulset.Config{Informers: cp.Informers, Client: cp.Client}))
-	ct.Spawn(t, cp, "simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: 1}))
-	ct.Binder(t, cp)
+	cp, ctx, pid := startWithPID(t, 1)
 	if _, err := cp.Client.Create(ctx, newSet("web", 2)); err != nil {
 		t.Fatal(err)
 	}
