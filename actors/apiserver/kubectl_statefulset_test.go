@@ -102,6 +102,15 @@ func TestKubectlStatefulSet(t *testing.T) {
 		t.Fatalf("images after undo: %v %q", err, out)
 	}
 
+	// Server-side apply of the manifest takes the replicas back to its 2: web-2 goes.
+	if out, err := kubectl("apply", "--server-side", "--force-conflicts", "-f", writeFile(t, "web.yaml", stsManifest)); err != nil {
+		t.Fatalf("server-side apply: %v\n%s", err, out)
+	}
+	kubectlUntil(t, kubectl, "web 2/2", "get", "sts", "web")
+	if out, err := kubectl("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.name}"); err != nil || strings.TrimSpace(out) != "web-0 web-1" {
+		t.Fatalf("pods after server-side apply: %v %q", err, out)
+	}
+
 	// Deleting the set takes its pods and revisions with it (the garbage collector).
 	if out, err := kubectl("delete", "sts", "web"); err != nil {
 		t.Fatalf("delete: %v\n%s", err, out)
