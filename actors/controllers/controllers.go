@@ -21,6 +21,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/nodelifecycle"
 	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
 	"github.com/skiff-sh/skiff/actors/controllers/serviceaccount"
+	"github.com/skiff-sh/skiff/actors/controllers/statefulset"
 	"github.com/skiff-sh/skiff/actors/controllers/ttlafterfinished"
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/statelog"
@@ -41,10 +42,11 @@ const (
 	TTLAfterFinished = "ttlafterfinished"
 	Disruption       = "disruption"
 	Endpoints        = "endpoints"
+	StatefulSet      = "statefulset"
 )
 
 // All lists every controller.
-var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints}
+var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints, StatefulSet}
 
 // Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
@@ -111,6 +113,8 @@ func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit
 			producers[i] = disruption.New(cfg)
 		case Endpoints:
 			producers[i] = endpoints.New(cfg)
+		case StatefulSet:
+			producers[i] = statefulset.New(cfg)
 		default:
 			return nil, fmt.Errorf("unknown controller %q (known: %v)", name, All)
 		}
