@@ -161,6 +161,9 @@ func (r *endpointReconciler) reconcile(ctx context.Context) error {
 	if err := r.ensureService(ctx); err != nil {
 		return err
 	}
+	if err := r.cp.ensureKubeDNS(ctx); err != nil {
+		return err
+	}
 	return r.ensureSlice(ctx, eps)
 }
 
@@ -175,7 +178,10 @@ func cmpStr(a, b string) int {
 }
 
 // firstServiceIP is the service range's first host address, kept for this Service.
-func (cp *ControlPlane) firstServiceIP() (string, error) {
+func (cp *ControlPlane) firstServiceIP() (string, error) { return cp.serviceIP(1) }
+
+// serviceIP is the service range's n-th address.
+func (cp *ControlPlane) serviceIP(n int) (string, error) {
 	cidr := cp.cfg.ServiceCIDR
 	if cidr == "" {
 		cidr = "10.96.0.0/16"
@@ -184,7 +190,14 @@ func (cp *ControlPlane) firstServiceIP() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return p.Masked().Addr().Next().String(), nil
+	ip := p.Masked().Addr()
+	for range n {
+		ip = ip.Next()
+	}
+	if !p.Contains(ip) {
+		return "", fmt.Errorf("service CIDR %s has no address %d", cidr, n)
+	}
+	return ip.String(), nil
 }
 
 func (r *endpointReconciler) ensureService(ctx context.Context) error {
