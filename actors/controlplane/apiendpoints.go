@@ -201,23 +201,28 @@ func (cp *ControlPlane) serviceIP(n int) (string, error) {
 }
 
 func (r *endpointReconciler) ensureService(ctx context.Context) error {
-	k, _ := schemas.ByResource("", "v1", "services")
 	ip, err := r.cp.firstServiceIP()
 	if err != nil {
 		return err
 	}
-	ports := []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(r.self.Port)}}
-	obj, err := r.cp.Client.Get(ctx, k, metav1.NamespaceDefault, kubernetesService)
+	return r.cp.ensureOwnService(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: kubernetesService, Namespace: metav1.NamespaceDefault, Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: ip, SessionAffinity: corev1.ServiceAffinityNone,
+			Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(r.self.Port)}}},
+	})
+}
+
+// ensureOwnService creates a Service the control plane keeps when it is missing, and puts its
+// ports back when they were changed, as kube-apiserver's reconcilers do.
+func (cp *ControlPlane) ensureOwnService(ctx context.Context, want *corev1.Service) error {
+	k, _ := schemas.ByResource("", "v1", "services")
+	obj, err := cp.Client.Get(ctx, k, want.Namespace, want.Name)
 	if apierrors.IsNotFound(err) {
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: kubernetesService, Namespace: metav1.NamespaceDefault, Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
-			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: ip, Ports: ports, SessionAffinity: corev1.ServiceAffinityNone},
-		}
-		_, err = r.cp.Client.Create(ctx, svc)
+		_, err = cp.Client.Create(ctx, want)
 		if err != nil {
 			// Another replica may have been first: its create then answers AlreadyExists, or,
 			// when its ClusterIP was allocated before this create's turn, "already allocated".
-			if _, gerr := r.cp.Client.Get(ctx, k, metav1.NamespaceDefault, kubernetesService); gerr == nil {
+			if _, gerr := cp.Client.Get(ctx, k, want.Namespace, want.Name); gerr == nil {
 				return nil
 			}
 		}
@@ -227,12 +232,14 @@ func (r *endpointReconciler) ensureService(ctx context.Context) error {
 		return err
 	}
 	svc := obj.(*corev1.Service)
-	if len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].Port == 443 && svc.Spec.Ports[0].TargetPort == ports[0].TargetPort && svc.Spec.Ports[0].Name == "https" {
+	if slices.EqualFunc(svc.Spec.Ports, want.Spec.Ports, func(a, b corev1.ServicePort) bool {
+		return a.Name == b.Name && a.Protocol == b.Protocol && a.Port == b.Port && a.TargetPort == b.TargetPort
+	}) {
 		return nil
 	}
 	svc = svc.DeepCopy()
-	svc.Spec.Ports = ports // kube's reconciler puts the ports back too
-	_, err = r.cp.Client.Update(ctx, svc)
+	svc.Spec.Ports = want.Spec.Ports
+	_, err = cp.Client.Update(ctx, svc)
 	return err
 }
 
