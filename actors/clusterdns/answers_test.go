@@ -211,3 +211,18 @@ func answersA(eps []endpoint) []string {
 	}
 	return out
 }
+
+// A panic handling an informer event restarts the actor too; the new incarnation's replay has
+// the Service whose event panicked.
+func TestEventPanicRestartsActor(t *testing.T) {
+	f := start(t)
+	actorkit.InjectPanic(clusterdns.FaultEvent("n1"), 1)
+	svc := f.create(service("late", nil)).(*corev1.Service)
+	ct.Wait(t, func() error {
+		if n := f.cp.Actors.Health().Restarts(f.pid.Id); n != 1 {
+			return fmt.Errorf("%d restarts", n)
+		}
+		return nil
+	})
+	f.waitAnswer("late.default.svc.cluster.local.", dns.TypeA, "A "+svc.Spec.ClusterIP)
+}
