@@ -60,6 +60,19 @@ func TestClusterIPService(t *testing.T) {
 			t.Fatalf("%s: authority %v", c.name, m.Ns)
 		}
 	}
+	// Pod names: any well-formed address under <ns>.pod (CoreDNS's "pods insecure").
+	if got := values(f.query("10-244-1-7.default.pod.cluster.local.", dns.TypeA)); len(got) != 1 || got[0] != "A 10.244.1.7" {
+		t.Fatalf("pod A %q", got)
+	}
+	if got := values(f.query("fd00--7.default.pod.cluster.local.", dns.TypeAAAA)); len(got) != 1 || got[0] != "AAAA fd00::7" {
+		t.Fatalf("pod AAAA %q", got)
+	}
+	for name, rcode := range map[string]int{"10-244-1-7.default.pod.cluster.local.": dns.RcodeSuccess, "default.pod.cluster.local.": dns.RcodeSuccess,
+		"web.default.pod.cluster.local.": dns.RcodeNameError, "10-244-1-7.a.b.pod.cluster.local.": dns.RcodeNameError} {
+		if m := f.query(name, dns.TypeMX); m.Rcode != rcode || len(m.Answer) != 0 || len(m.Ns) != 1 {
+			t.Fatalf("%s MX: %v", name, m)
+		}
+	}
 	if got := values(f.query("cluster.local.", dns.TypeSOA)); len(got) != 1 {
 		t.Fatalf("apex SOA %q", got)
 	}

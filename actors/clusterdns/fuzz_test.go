@@ -23,7 +23,8 @@ func FuzzAnswer(f *testing.F) {
 		name  string
 		qtype uint16
 	}{{"web.default.svc.cluster.local.", dns.TypeA}, {"_http._tcp.web.default.svc.cluster.local.", dns.TypeSRV},
-		{"20.0.96.10.in-addr.arpa.", dns.TypePTR}, {"ext.default.svc.cluster.local.", dns.TypeA}, {"cluster.local.", dns.TypeANY}, {"example.com.", dns.TypeA}} {
+		{"20.0.96.10.in-addr.arpa.", dns.TypePTR}, {"ext.default.svc.cluster.local.", dns.TypeA}, {"cluster.local.", dns.TypeANY}, {"example.com.", dns.TypeA},
+		{"10-1-2-3.default.pod.cluster.local.", dns.TypeA}} {
 		m := new(dns.Msg)
 		m.SetQuestion(q.name, q.qtype)
 		m.SetEdns0(600, true)

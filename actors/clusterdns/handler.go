@@ -2,6 +2,7 @@ package clusterdns
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -51,6 +52,9 @@ func (z *zone) authoritative(ctx context.Context, m *dns.Msg, q dns.Question, na
 		}
 	}
 	rrs, exists := z.idx.lookup(name)
+	if rr, ok := z.podName(name); ok {
+		rrs, exists = append(rrs, rr...), true
+	}
 	var match []dns.RR
 	var cname *dns.CNAME
 	for _, rr := range rrs {
@@ -73,6 +77,29 @@ func (z *zone) authoritative(ctx context.Context, m *dns.Msg, q dns.Question, na
 		m.Rcode = dns.RcodeNameError
 		m.Ns = []dns.RR{z.idx.soa()}
 	}
+}
+
+// podName answers <a-b-c-d>.<ns>.pod.<zone> with the address a.b.c.d (fd00--1 for IPv6), as
+// CoreDNS's "pods insecure" mode (kubeadm's default) does: any well-formed address, without
+// looking for a pod that has it. pod.<zone> and <ns>.pod.<zone> exist, with no records.
+func (z *zone) podName(name string) ([]dns.RR, bool) {
+	rest, ok := strings.CutSuffix(name, ".pod."+z.idx.zone)
+	if !ok {
+		return nil, name == "pod."+z.idx.zone
+	}
+	host, ns, ok := strings.Cut(rest, ".")
+	if !ok {
+		return nil, true // <ns>.pod.<zone>
+	}
+	if strings.Contains(ns, ".") {
+		return nil, false
+	}
+	for _, sep := range []string{".", ":"} {
+		if a, err := netip.ParseAddr(strings.ReplaceAll(host, "-", sep)); err == nil && a.Is4() == (sep == ".") {
+			return []dns.RR{addr(name, a)}, true
+		}
+	}
+	return nil, false
 }
 
 // follow appends the answer for an ExternalName's target, so stub resolvers that do not
