@@ -41,8 +41,12 @@ type zone struct {
 // synced tells an incarnation that the informers' first snapshots are in its mailbox.
 type synced struct{ a *dnsActor }
 
-// queryPanicked carries a panic from a query's goroutine into the actor.
-type queryPanicked struct{ reason any }
+// queryPanicked carries a panic from a query's goroutine into the actor; one from an earlier
+// incarnation's zone (a query still answering when it stopped) is dropped.
+type queryPanicked struct {
+	z      *zone
+	reason any
+}
 
 func (a *dnsActor) Receive(ctx actorkit.Context) {
 	switch m := ctx.Message().(type) {
@@ -59,7 +63,9 @@ func (a *dnsActor) Receive(ctx actorkit.Context) {
 			actorkit.Go(ctx, "clusterdns udp", func(c context.Context) { a.serve(c, sys, self) })
 		}
 	case *queryPanicked:
-		panic(fmt.Sprintf("clusterdns: query: %v", m.reason))
+		if m.z == a.z {
+			panic(fmt.Sprintf("clusterdns: query: %v", m.reason))
+		}
 	case *actorkit.Restarting, *actorkit.Stopping:
 		a.stop()
 	}
@@ -76,8 +82,9 @@ func (a *dnsActor) start(actx actorkit.Context) {
 		upstreams = resolvconf.NonLoopback(host.Nameservers)
 	}
 	sys, self := actorkit.SystemOf(actx), actx.Self()
-	a.z = &zone{idx: newIndex(s.Zone()), fwd: newForwarder(upstreams), node: s.cfg.NodeName, log: s.cfg.Logger.Warn,
-		fail: func(r any) { sys.Send(self, &queryPanicked{reason: r}) }}
+	z := &zone{idx: newIndex(s.Zone()), fwd: newForwarder(upstreams), node: s.cfg.NodeName, log: s.cfg.Logger.Warn}
+	z.fail = func(r any) { sys.Send(self, &queryPanicked{z: z, reason: r}) }
+	a.z = z
 	for inf, h := range s.handlers {
 		a.subs.Add(sys, self, inf, h(a.z))
 	}
@@ -116,7 +123,9 @@ func (a *dnsActor) serve(ctx context.Context, sys *actorkit.System, self *actork
 			panic(fmt.Sprintf("cluster dns: serving tcp %s: %v", addr, err))
 		}
 	})
-	a.s.setAddr(addr)
+	if ctx.Err() == nil { // not after stop has cleared it
+		a.s.setAddr(addr)
+	}
 	a.s.cfg.Logger.Info("cluster dns serving", "node", a.s.cfg.NodeName, "addr", addr, "zone", a.z.idx.zone, "upstreams", a.z.fwd.upstreams)
 	if err := (&dns.Server{PacketConn: pc, Handler: a.z}).ActivateAndServe(); err != nil && ctx.Err() == nil {
 		panic(fmt.Sprintf("cluster dns: serving udp %s: %v", addr, err))
