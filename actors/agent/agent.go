@@ -1,6 +1,6 @@
 // Package agent assembles a Skiff node: the container runtime (containerd, started here when no
-// socket is given), the kubelet actor and the proxy actor, all reading the state log and writing
-// through the apiserver.
+// socket is given), the cluster DNS, kubelet and proxy actors, all reading the state log and
+// writing through the apiserver.
 package agent
 
 import (
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/clusterdns"
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/actors/kubelet"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
@@ -51,13 +53,24 @@ type Config struct {
 	// PodsViaAPI: the kubelet caches only this node's pods, watched through the apiserver
 	// (kubelet.Config.PodsViaAPI); for an agent in its own process.
 	PodsViaAPI bool
-	Logger     *slog.Logger
+	// Cluster DNS (actors/clusterdns): served on DNSListen (default: the pod bridge's address,
+	// the pod CIDR's first, port 53), which the proxy routes the kube-dns Service to; pods'
+	// resolv.conf names ClusterDNS (default 10.96.0.10, kube-dns) and searches ClusterDomain
+	// (default cluster.local).
+	DNSListen     string
+	ClusterDNS    string
+	ClusterDomain string
+	Logger        *slog.Logger
 }
+
+// DefaultClusterDNS is the kube-dns Service's address (actors/controlplane keeps it).
+const DefaultClusterDNS = "10.96.0.10"
 
 // Agent is a running node.
 type Agent struct {
 	Runtime *kruntime.Runtime
 	Proxy   *proxy.Proxy
+	DNS     *clusterdns.Server
 	pids    []*actorkit.PID
 	actors  *actorkit.System
 	subs    []*nats.Subscription
@@ -87,6 +100,12 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.PodCIDR == "" {
 		cfg.PodCIDR = "10.88.0.0/16"
 	}
+	if cfg.ClusterDNS == "" {
+		cfg.ClusterDNS = DefaultClusterDNS
+	}
+	if cfg.ClusterDomain == "" {
+		cfg.ClusterDomain = clusterdns.DefaultDomain
+	}
 	rt, err := kruntime.New(ctx, kruntime.Options{Socket: cfg.ContainerdSocket, Root: filepath.Join(cfg.DataDir, "node"), PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge, Namespace: cfg.Namespace})
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
@@ -113,9 +132,21 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 			return nil, err
 		}
 	}
-	pid, err := cfg.Actors.Spawn("kubelet", kubelet.New(kubelet.Config{Log: cfg.Log, Informers: cfg.Informers, Client: cfg.Client, NodeName: cfg.NodeName, Runtime: rt, PodCIDR: cfg.PodCIDR,
-		NodeIP: cfg.NodeIP, RenewInterval: cfg.RenewInterval, PodsViaAPI: cfg.PodsViaAPI, Logger: cfg.Logger}))
+	dnsAddr, err := dnsListen(cfg)
 	if err != nil {
+		a.Stop()
+		return nil, err
+	}
+	a.DNS = clusterdns.New(clusterdns.Config{Informers: cfg.Informers, NodeName: cfg.NodeName, Domain: cfg.ClusterDomain, Listen: dnsAddr.String(), Logger: cfg.Logger})
+	pid, err := cfg.Actors.Spawn("clusterdns", a.DNS.Producer())
+	if err != nil {
+		a.Stop()
+		return nil, err
+	}
+	a.pids = append(a.pids, pid)
+	dns := kubelet.DNSConfig{ClusterDNS: []string{cfg.ClusterDNS}, ClusterDomain: cfg.ClusterDomain}
+	if pid, err = cfg.Actors.Spawn("kubelet", kubelet.New(kubelet.Config{Log: cfg.Log, Informers: cfg.Informers, Client: cfg.Client, NodeName: cfg.NodeName, Runtime: rt, PodCIDR: cfg.PodCIDR,
+		NodeIP: cfg.NodeIP, RenewInterval: cfg.RenewInterval, PodsViaAPI: cfg.PodsViaAPI, DNS: dns, Logger: cfg.Logger})); err != nil {
 		a.Stop()
 		return nil, err
 	}
@@ -137,7 +168,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 		a.pids = append(a.pids, pid)
 	}
-	a.Proxy = proxy.New(proxy.Config{Log: cfg.Log, Informers: cfg.Informers, NodeName: cfg.NodeName, Cgroups: []string{cgroup}, Logger: cfg.Logger})
+	a.Proxy = proxy.New(proxy.Config{Log: cfg.Log, Informers: cfg.Informers, NodeName: cfg.NodeName, Cgroups: []string{cgroup}, LocalDNS: dnsAddr, Logger: cfg.Logger})
 	if pid, err = cfg.Actors.Spawn("proxy", a.Proxy.Producer()); err != nil {
 		a.Stop()
 		return nil, err
@@ -150,6 +181,23 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	return a, nil
+}
+
+// dnsListen is where the node's DNS server listens: DNSListen, or port 53 on the pod bridge's
+// address (the pod CIDR's first, the CNI bridge's gateway), which every pod reaches.
+func dnsListen(cfg Config) (netip.AddrPort, error) {
+	if cfg.DNSListen != "" {
+		ap, err := netip.ParseAddrPort(cfg.DNSListen)
+		if err != nil {
+			return ap, fmt.Errorf("DNS listen address %q: want ip:port", cfg.DNSListen)
+		}
+		return ap, nil
+	}
+	p, err := netip.ParsePrefix(cfg.PodCIDR)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("pod CIDR %q: %w", cfg.PodCIDR, err)
+	}
+	return netip.AddrPortFrom(p.Masked().Addr().Next(), 53), nil
 }
 
 // cgroup2Root finds the host's cgroup2 mount (the unified hierarchy of a hybrid or pure v2

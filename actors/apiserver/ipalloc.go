@@ -43,11 +43,14 @@ func (a *ipAllocator) reserve(ctx context.Context, ip netip.Addr, owner string) 
 	return err
 }
 
-// allocate picks a free address; the network address and the first host (the "kubernetes"
-// service's, by convention) are never handed out.
+// allocate picks a free address; the network address, the first host (the "kubernetes"
+// service's, by convention) and the tenth (kube-dns's) are never handed out.
 func (a *ipAllocator) allocate(ctx context.Context, owner string) (netip.Addr, error) {
 	for range 64 {
 		off := 2 + rand.Uint32N(a.size-3)
+		if off == 10 {
+			continue
+		}
 		var b [4]byte
 		binary.BigEndian.PutUint32(b[:], a.base+off)
 		ip := netip.AddrFrom4(b)

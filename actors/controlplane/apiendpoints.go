@@ -161,6 +161,9 @@ func (r *endpointReconciler) reconcile(ctx context.Context) error {
 	if err := r.ensureService(ctx); err != nil {
 		return err
 	}
+	if err := r.cp.ensureKubeDNS(ctx); err != nil {
+		return err
+	}
 	return r.ensureSlice(ctx, eps)
 }
 
@@ -175,7 +178,10 @@ func cmpStr(a, b string) int {
 }
 
 // firstServiceIP is the service range's first host address, kept for this Service.
-func (cp *ControlPlane) firstServiceIP() (string, error) {
+func (cp *ControlPlane) firstServiceIP() (string, error) { return cp.serviceIP(1) }
+
+// serviceIP is the service range's n-th address.
+func (cp *ControlPlane) serviceIP(n int) (string, error) {
 	cidr := cp.cfg.ServiceCIDR
 	if cidr == "" {
 		cidr = "10.96.0.0/16"
@@ -184,27 +190,39 @@ func (cp *ControlPlane) firstServiceIP() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return p.Masked().Addr().Next().String(), nil
+	ip := p.Masked().Addr()
+	for range n {
+		ip = ip.Next()
+	}
+	if !p.Contains(ip) {
+		return "", fmt.Errorf("service CIDR %s has no address %d", cidr, n)
+	}
+	return ip.String(), nil
 }
 
 func (r *endpointReconciler) ensureService(ctx context.Context) error {
-	k, _ := schemas.ByResource("", "v1", "services")
 	ip, err := r.cp.firstServiceIP()
 	if err != nil {
 		return err
 	}
-	ports := []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(r.self.Port)}}
-	obj, err := r.cp.Client.Get(ctx, k, metav1.NamespaceDefault, kubernetesService)
+	return r.cp.ensureOwnService(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: kubernetesService, Namespace: metav1.NamespaceDefault, Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: ip, SessionAffinity: corev1.ServiceAffinityNone,
+			Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(r.self.Port)}}},
+	})
+}
+
+// ensureOwnService creates a Service the control plane keeps when it is missing, and puts its
+// ports back when they were changed, as kube-apiserver's reconcilers do.
+func (cp *ControlPlane) ensureOwnService(ctx context.Context, want *corev1.Service) error {
+	k, _ := schemas.ByResource("", "v1", "services")
+	obj, err := cp.Client.Get(ctx, k, want.Namespace, want.Name)
 	if apierrors.IsNotFound(err) {
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: kubernetesService, Namespace: metav1.NamespaceDefault, Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
-			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: ip, Ports: ports, SessionAffinity: corev1.ServiceAffinityNone},
-		}
-		_, err = r.cp.Client.Create(ctx, svc)
+		_, err = cp.Client.Create(ctx, want)
 		if err != nil {
 			// Another replica may have been first: its create then answers AlreadyExists, or,
 			// when its ClusterIP was allocated before this create's turn, "already allocated".
-			if _, gerr := r.cp.Client.Get(ctx, k, metav1.NamespaceDefault, kubernetesService); gerr == nil {
+			if _, gerr := cp.Client.Get(ctx, k, want.Namespace, want.Name); gerr == nil {
 				return nil
 			}
 		}
@@ -214,12 +232,14 @@ func (r *endpointReconciler) ensureService(ctx context.Context) error {
 		return err
 	}
 	svc := obj.(*corev1.Service)
-	if len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].Port == 443 && svc.Spec.Ports[0].TargetPort == ports[0].TargetPort && svc.Spec.Ports[0].Name == "https" {
+	if slices.EqualFunc(svc.Spec.Ports, want.Spec.Ports, func(a, b corev1.ServicePort) bool {
+		return a.Name == b.Name && a.Protocol == b.Protocol && a.Port == b.Port && a.TargetPort == b.TargetPort
+	}) {
 		return nil
 	}
 	svc = svc.DeepCopy()
-	svc.Spec.Ports = ports // kube's reconciler puts the ports back too
-	_, err = r.cp.Client.Update(ctx, svc)
+	svc.Spec.Ports = want.Spec.Ports
+	_, err = cp.Client.Update(ctx, svc)
 	return err
 }
 

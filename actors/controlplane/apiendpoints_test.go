@@ -29,6 +29,13 @@ func TestKubernetesServiceListsTheAPIServers(t *testing.T) {
 		return ok && s.Spec.ClusterIP == "10.96.0.1" && len(s.Spec.Ports) == 1 && s.Spec.Ports[0].Port == 443 &&
 			s.Spec.Ports[0].Name == "https" && s.Spec.Ports[0].TargetPort.IntValue() == port && len(s.Spec.Selector) == 0
 	})
+	// kube-dns is kept beside it: 10.96.0.10, 53 over UDP and TCP, no selector (each node
+	// routes it to its own DNS server).
+	until(t, ctx, rc, "services", "kube-system", "kube-dns", func(s *corev1.Service, ok bool) bool {
+		return ok && s.Spec.ClusterIP == "10.96.0.10" && len(s.Spec.Ports) == 2 && len(s.Spec.Selector) == 0 &&
+			s.Spec.Ports[0].Name == "dns" && s.Spec.Ports[0].Protocol == corev1.ProtocolUDP && s.Spec.Ports[0].Port == 53 &&
+			s.Spec.Ports[1].Name == "dns-tcp" && s.Spec.Ports[1].Protocol == corev1.ProtocolTCP && s.Spec.Ports[1].Port == 53
+	})
 	slices := func(want ...string) func(*discoveryv1.EndpointSlice, bool) bool {
 		return func(s *discoveryv1.EndpointSlice, ok bool) bool {
 			if !ok || s.Labels[discoveryv1.LabelServiceName] != "kubernetes" || len(s.Endpoints) != len(want) {

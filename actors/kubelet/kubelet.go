@@ -56,6 +56,7 @@ type Config struct {
 	NodeIP     string            // InternalIP and pods' hostIP; default: the first non-loopback IPv4
 	PodCIDR    string            // written into spec.podCIDR
 	Labels     map[string]string // extra node labels
+	DNS        DNSConfig         // pods' resolv.conf (dns.go)
 
 	LeaseDuration      time.Duration // default 40 s
 	RenewInterval      time.Duration // lease renewal, default 10 s
@@ -73,6 +74,9 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
+	if c.DNS.ResolvConf == "" {
+		c.DNS.ResolvConf = "/etc/resolv.conf"
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v

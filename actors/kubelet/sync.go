@@ -18,6 +18,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"github.com/skiff-sh/skiff/internal/resolvconf"
 )
 
 // waitInfo is why a container is not running (shown as its waiting state).
@@ -70,7 +71,7 @@ func (k *kubelet) syncKey(ctx context.Context, key string) (syncOutcome, error) 
 // containers want.
 func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.SandboxStatus) ([]probeSpec, error) {
 	ctx = withObjectCache(ctx)
-	sb, err := k.rt.RunSandbox(ctx, sandboxConfig(pod))
+	sb, err := k.rt.RunSandbox(ctx, sandboxConfig(pod, k.podDNS(pod)))
 	if err != nil {
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return nil, err
@@ -284,18 +285,9 @@ func (k *kubelet) podRuntime(ctx context.Context, uid types.UID) (*kruntime.Sand
 	return nil, nil
 }
 
-func sandboxConfig(pod *corev1.Pod) kruntime.SandboxConfig {
-	sc := kruntime.SandboxConfig{PodUID: string(pod.UID), PodName: pod.Name, PodNamespace: pod.Namespace, Hostname: pod.Spec.Hostname}
-	if d := pod.Spec.DNSConfig; d != nil {
-		sc.DNSServers, sc.DNSSearches = d.Nameservers, d.Searches
-		for _, o := range d.Options {
-			if o.Value != nil {
-				sc.DNSOptions = append(sc.DNSOptions, o.Name+":"+*o.Value)
-			} else {
-				sc.DNSOptions = append(sc.DNSOptions, o.Name)
-			}
-		}
-	}
+func sandboxConfig(pod *corev1.Pod, dns resolvconf.Config) kruntime.SandboxConfig {
+	sc := kruntime.SandboxConfig{PodUID: string(pod.UID), PodName: pod.Name, PodNamespace: pod.Namespace, Hostname: pod.Spec.Hostname,
+		DNSServers: dns.Nameservers, DNSSearches: dns.Searches, DNSOptions: dns.Options}
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
 			if p.HostPort > 0 {

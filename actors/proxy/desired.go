@@ -46,6 +46,27 @@ func Desired(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, node string)
 	return out
 }
 
+// KubeDNS is the Service (namespace/name) a node routes to its own DNS server.
+const KubeDNS = "kube-system/kube-dns"
+
+// Local is what the dataplane holds for a Service this node serves itself (kube-dns, served by
+// the node's actors/clusterdns): every ClusterIP of to's family and every port go to to,
+// whatever the Service's endpoints, so a pod's lookups never leave its node.
+func Local(svc *corev1.Service, to netip.AddrPort) map[lb.ServiceKey]lb.ServiceSpec {
+	out := map[lb.ServiceKey]lb.ServiceSpec{}
+	for _, ip := range clusterIPs(svc) {
+		if ip.Is4() != to.Addr().Is4() {
+			continue
+		}
+		for _, sp := range svc.Spec.Ports {
+			if proto, ok := protoOf(sp.Protocol); ok && sp.Port > 0 && sp.Port <= 65535 {
+				out[lb.ServiceKey{VIP: ip, Port: uint16(sp.Port), Proto: proto}] = lb.ServiceSpec{Backends: []lb.Backend{{Addr: to.Addr(), Port: to.Port()}}}
+			}
+		}
+	}
+	return out
+}
+
 // clusterIPs are the Service's virtual IPs; headless Services have none.
 func clusterIPs(svc *corev1.Service) []netip.Addr {
 	ips := svc.Spec.ClusterIPs

@@ -131,3 +131,20 @@ func TestDesiredAffinityAndLocalPolicy(t *testing.T) {
 		}
 	}
 }
+
+// kube-dns goes to the node's own DNS server on every port, whatever its endpoints say.
+func TestLocalRoutesEveryPortToTheNode(t *testing.T) {
+	s := svc("10.96.0.10", corev1.ServicePort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP},
+		corev1.ServicePort{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP}, corev1.ServicePort{Name: "sctp", Port: 53, Protocol: corev1.ProtocolSCTP})
+	to := netip.MustParseAddrPort("10.88.0.1:53")
+	got := Local(s, to)
+	be := []lb.Backend{{Addr: to.Addr(), Port: 53}}
+	vip := netip.MustParseAddr("10.96.0.10")
+	if len(got) != 2 || !slices.Equal(got[lb.ServiceKey{VIP: vip, Port: 53, Proto: lb.UDP}].Backends, be) ||
+		!slices.Equal(got[lb.ServiceKey{VIP: vip, Port: 53, Proto: lb.TCP}].Backends, be) {
+		t.Fatalf("%+v", got)
+	}
+	if got := Local(s, netip.MustParseAddrPort("[fd00::1]:53")); len(got) != 0 {
+		t.Fatalf("an IPv6 server for an IPv4 ClusterIP: %+v", got)
+	}
+}

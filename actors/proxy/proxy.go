@@ -7,6 +7,7 @@ package proxy
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -46,6 +47,9 @@ type Config struct {
 	// Service loses backends, connected UDP sockets pinned to them are
 	// aborted there too (the proxy's own namespace is always covered).
 	Netns func() []string
+	// LocalDNS is this node's cluster DNS server: when set, the KubeDNS Service is routed
+	// there (Local) instead of to its endpoints.
+	LocalDNS netip.AddrPort
 	// Maps sizes the maps (PinPath is ignored: PinDir is used).
 	Maps   lb.Options
 	Logger *slog.Logger
@@ -172,6 +176,9 @@ const IndexService = "endpointslice-service"
 
 // desired computes one Service's entries from the caches.
 func (p *Proxy) desired(svc *corev1.Service) map[lb.ServiceKey]lb.ServiceSpec {
+	if p.cfg.LocalDNS.IsValid() && keyOf(svc.Namespace, svc.Name) == KubeDNS {
+		return Local(svc, p.cfg.LocalDNS)
+	}
 	objs := p.slices.ByIndex(IndexService, keyOf(svc.Namespace, svc.Name))
 	eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
 	for _, o := range objs {

@@ -228,8 +228,11 @@ func hasBackends(p *Proxy, key lb.ServiceKey, want ...string) error {
 }
 
 // ours tells the test's Service ports (80/TCP, 53/UDP) from the control
-// plane's own kubernetes Service (443/TCP), which every proxy also programs.
-func ours(k lb.ServiceKey) bool { return k.Port == 80 || k.Port == 53 }
+// plane's own kubernetes (443/TCP) and kube-dns (10.96.0.10:53) Services,
+// which every proxy also programs.
+func ours(k lb.ServiceKey) bool {
+	return (k.Port == 80 || k.Port == 53) && k.VIP != netip.MustParseAddr("10.96.0.10")
+}
 
 func tcpKey(ip netip.Addr) lb.ServiceKey { return lb.ServiceKey{VIP: ip, Port: 80, Proto: lb.TCP} }
 func udpKey(ip netip.Addr) lb.ServiceKey { return lb.ServiceKey{VIP: ip, Port: 53, Proto: lb.UDP} }

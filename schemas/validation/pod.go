@@ -34,11 +34,7 @@ func PodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
 	}
 	errs = append(errs, oneOf(s.RestartPolicy, p.Child("restartPolicy"),
 		corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
-	errs = append(errs, oneOf(s.DNSPolicy, p.Child("dnsPolicy"),
-		corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone)...)
-	if s.DNSPolicy == corev1.DNSNone && (s.DNSConfig == nil || len(s.DNSConfig.Nameservers) == 0) {
-		errs = append(errs, field.Required(p.Child("dnsConfig", "nameservers"), "must provide at least one DNS nameserver when `dnsPolicy` is None"))
-	}
+	errs = append(errs, podDNS(s, p)...)
 	if s.TerminationGracePeriodSeconds != nil {
 		errs = append(errs, nonNegative(*s.TerminationGracePeriodSeconds, p.Child("terminationGracePeriodSeconds"))...)
 	}

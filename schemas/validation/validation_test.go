@@ -104,7 +104,7 @@ func TestPodRules(t *testing.T) {
 		{"port name", c0 + ".ports[0].name", "must be no more than 15 characters", func(s *corev1.PodSpec) { s.Containers[0].Ports[0].Name = "a-very-long-port-name" }},
 		{"restart policy", "spec.restartPolicy", "Unsupported value", func(s *corev1.PodSpec) { s.RestartPolicy = "Sometimes" }},
 		{"dns policy", "spec.dnsPolicy", "Unsupported value", func(s *corev1.PodSpec) { s.DNSPolicy = "Magic" }},
-		{"dns none needs servers", "spec.dnsConfig.nameservers", "Required value", func(s *corev1.PodSpec) { s.DNSPolicy = corev1.DNSNone }},
+		{"dns none needs servers", "spec.dnsConfig.nameservers", "Required value", func(s *corev1.PodSpec) { s.DNSPolicy, s.DNSConfig = corev1.DNSNone, &corev1.PodDNSConfig{} }},
 		{"requests over limits", c0 + ".resources.requests[memory]", "must be less than or equal to memory limit of 1Gi", func(s *corev1.PodSpec) {
 			s.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{"memory": resource.MustParse("2Gi")}, Limits: corev1.ResourceList{"memory": resource.MustParse("1Gi")}}
 		}},

@@ -16,6 +16,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/agent"
 	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/clusterdns"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/identity"
@@ -38,6 +39,9 @@ type nodeFlags struct {
 	namespace    string
 	leaseRenew   time.Duration
 	routes       bool
+	dnsListen    string
+	clusterDNS   string
+	domain       string
 
 	// metricsListen serves /metrics for a process without an apiserver (which serves its own).
 	metricsListen string
@@ -61,6 +65,9 @@ func (n *nodeFlags) register(cmd *cobra.Command, optional bool) {
 	f.DurationVar(&n.leaseRenew, "node-lease-renew-interval", 10*time.Second, "how often the node renews its lease (keep it well under the control plane's node grace period)")
 	// A lone `skiff up` node has no peers to route to; joined agents do.
 	f.BoolVar(&n.routes, "route-pod-cidrs", !optional, "route other Ready nodes' pod CIDRs via their InternalIP (nodes on one L2 network)")
+	f.StringVar(&n.dnsListen, "dns-listen", "", "ip:port of this node's cluster DNS server (default: port 53 on the pod CIDR's first address, the pod bridge's)")
+	f.StringVar(&n.clusterDNS, "cluster-dns", agent.DefaultClusterDNS, "the nameserver pods with dnsPolicy ClusterFirst get (the kube-dns Service's ClusterIP)")
+	f.StringVar(&n.domain, "cluster-domain", clusterdns.DefaultDomain, "the cluster's DNS domain")
 }
 
 // start runs the node agent; informers is the process's shared factory (nil: the agent makes its own).
@@ -77,7 +84,8 @@ func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, informers *inf
 	client := &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: identity.NodeID(n.name).APISubject()}}
 	return agent.Start(ctx, agent.Config{Log: log, Informers: informers, Client: client, NATS: nc, Actors: actors, NodeName: n.name, DataDir: dataDir,
 		ContainerdSocket: n.containerd, PodCIDR: n.podCIDR, ImagesDir: images, CgroupRoot: n.cgroup, Logger: logger,
-		NodeIP: n.nodeIP, Namespace: n.namespace, RenewInterval: n.leaseRenew, RoutePodCIDRs: n.routes, PodsViaAPI: n.podsViaAPI})
+		NodeIP: n.nodeIP, Namespace: n.namespace, RenewInterval: n.leaseRenew, RoutePodCIDRs: n.routes, PodsViaAPI: n.podsViaAPI,
+		DNSListen: n.dnsListen, ClusterDNS: n.clusterDNS, ClusterDomain: n.domain})
 }
 
 func newAgent() *cobra.Command {
@@ -85,7 +93,7 @@ func newAgent() *cobra.Command {
 	var natsURL, natsCreds, dataDir string
 	cmd := &cobra.Command{
 		Use:   "agent",
-		Short: "Run a node agent (kubelet + proxy) that joins a Skiff control plane through NATS",
+		Short: "Run a node agent (kubelet, proxy, cluster DNS) that joins a Skiff control plane through NATS",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	containerd "github.com/containerd/containerd/v2/client"
+
+	"github.com/skiff-sh/skiff/internal/resolvconf"
 )
 
 // SandboxConfig describes a pod's shared environment.
@@ -288,17 +290,7 @@ func resolvConf(s SandboxConfig) (string, error) {
 		}
 		return string(b), err
 	}
-	var b strings.Builder
-	for _, ns := range s.DNSServers {
-		fmt.Fprintf(&b, "nameserver %s\n", ns)
-	}
-	if len(s.DNSSearches) > 0 {
-		fmt.Fprintf(&b, "search %s\n", strings.Join(s.DNSSearches, " "))
-	}
-	if len(s.DNSOptions) > 0 {
-		fmt.Fprintf(&b, "options %s\n", strings.Join(s.DNSOptions, " "))
-	}
-	return b.String(), nil
+	return resolvconf.Config{Nameservers: s.DNSServers, Searches: s.DNSSearches, Options: s.DNSOptions}.String(), nil
 }
 
 // labelFilter is a containerd filter for one label value.

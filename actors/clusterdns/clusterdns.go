@@ -1,0 +1,142 @@
+// Package clusterdns is the node's cluster DNS server: an actor that answers the Kubernetes DNS
+// names of Services and their endpoints from the process's shared Service and EndpointSlice
+// informers, and forwards every other name to the node's upstream resolvers. Informer events
+// arrive in its mailbox and replace one Service's records in an in-memory zone, so an answer
+// follows an EndpointSlice change as soon as the informer delivers it; a query never reads
+// the API or walks a cache.
+package clusterdns
+
+import (
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/actors/informer"
+)
+
+// DefaultDomain is the cluster domain when Config.Domain is empty.
+const DefaultDomain = "cluster.local"
+
+// Config configures one node's DNS server.
+type Config struct {
+	Informers *informer.Factory // the process's shared informers
+	NodeName  string
+	Domain    string // the cluster domain; DefaultDomain if empty
+	// Listen is the ip:port served over UDP and TCP; port 0 picks one (the same for both).
+	// The address need not exist yet (the node bridge gets it with the first pod): the
+	// sockets are bound with IP_FREEBIND.
+	Listen string
+	// Upstreams are the resolvers for names outside the cluster (ip, or ip:port); nil = the
+	// nameservers of ResolvConf that are not loopback.
+	Upstreams  []string
+	ResolvConf string // default /etc/resolv.conf
+	Logger     *slog.Logger
+}
+
+// Server holds what outlives the actor's restarts: configuration and informers. Each
+// incarnation builds its zone from the informers' replay and listens once they have synced.
+type Server struct {
+	cfg      Config
+	svcs     informer.Typed[*corev1.Service]
+	slices   informer.Typed[*discoveryv1.EndpointSlice]
+	handlers map[*informer.Informer]func(z *zone) informer.Handler
+
+	mu   sync.Mutex
+	addr string // where the current incarnation serves; "" while it does not
+}
+
+// IndexService files EndpointSlices under the namespace/name of their Service. The proxy files
+// the same index under the same name (an informer keeps the first), so a node holds one.
+const IndexService = "endpointslice-service"
+
+// New prepares a server; spawn Producer() on an actorkit.System to run it.
+func New(cfg Config) *Server {
+	if cfg.Domain == "" {
+		cfg.Domain = DefaultDomain
+	}
+	if cfg.ResolvConf == "" {
+		cfg.ResolvConf = "/etc/resolv.conf"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{
+		cfg:    cfg,
+		svcs:   informer.Shared[*corev1.Service](cfg.Informers, "", "services"),
+		slices: informer.Shared[*discoveryv1.EndpointSlice](cfg.Informers, "discovery.k8s.io", "endpointslices"),
+	}
+	s.slices.AddIndexer(IndexService, func(es *discoveryv1.EndpointSlice) []string {
+		if k := serviceOf(es); k != "" {
+			return []string{k}
+		}
+		return nil
+	})
+	s.handlers = map[*informer.Informer]func(z *zone) informer.Handler{
+		s.svcs.Informer(): func(z *zone) informer.Handler {
+			changed := func(o runtime.Object) { s.refresh(z, key(o.(*corev1.Service).Namespace, o.(*corev1.Service).Name)) }
+			return informer.Funcs{Add: changed, Update: func(_, o runtime.Object) { changed(o) }, Delete: changed}
+		},
+		s.slices.Informer(): func(z *zone) informer.Handler {
+			changed := func(objs ...runtime.Object) {
+				for _, o := range objs {
+					if k := serviceOf(o.(*discoveryv1.EndpointSlice)); k != "" {
+						s.refresh(z, k)
+					}
+				}
+			}
+			return informer.Funcs{Add: func(o runtime.Object) { changed(o) }, Update: func(old, o runtime.Object) { changed(old, o) },
+				Delete: func(o runtime.Object) { changed(o) }}
+		},
+	}
+	return s
+}
+
+// Zone is the cluster zone's name, fully qualified ("cluster.local.").
+func (s *Server) Zone() string { return dns.Fqdn(strings.ToLower(s.cfg.Domain)) }
+
+// Addr is the ip:port the server answers on, "" until it has synced and listens.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+func (s *Server) setAddr(addr string) {
+	s.mu.Lock()
+	s.addr = addr
+	s.mu.Unlock()
+}
+
+// refresh recomputes one Service's records from the caches. The caches may be ahead of the
+// event being handled; the records are then already those of a later event, which changes
+// nothing when it arrives.
+func (s *Server) refresh(z *zone, k string) {
+	ns, name, _ := strings.Cut(k, "/")
+	svc, ok := s.svcs.Get(ns, name)
+	if !ok {
+		z.idx.set(k, nil)
+		return
+	}
+	z.idx.set(k, serviceRecords(svc, s.slices.ByIndex(IndexService, k), z.idx.zone))
+}
+
+func key(namespace, name string) string { return namespace + "/" + name }
+
+// serviceOf is the key of the Service a slice belongs to ("" if unlabelled).
+func serviceOf(es *discoveryv1.EndpointSlice) string {
+	if name := es.Labels[discoveryv1.LabelServiceName]; name != "" {
+		return key(es.Namespace, name)
+	}
+	return ""
+}
+
+// FaultEvent names the DNS actor's event-handler fault point (actorkit.InjectPanic).
+func FaultEvent(node string) string { return "clusterdns " + node + " event" }
+
+// FaultQuery names the fault point of a query's handling: a panic there fails the actor too.
+func FaultQuery(node string) string { return "clusterdns " + node + " query" }

@@ -1,0 +1,89 @@
+package clusterdns
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// index is the zone as the cached Services and EndpointSlices make it: owner name -> records,
+// replaced one Service at a time by the actor and read by the server's goroutines. A query
+// costs a map lookup; an event costs the records of its one Service.
+type index struct {
+	zone string // lower case, fully qualified
+
+	mu     sync.RWMutex
+	bySvc  map[string][]dns.RR            // service key -> its records
+	names  map[string]map[string][]dns.RR // owner -> service key -> records
+	nodes  map[string]int                 // owners and their ancestors in the zone -> records at or below
+	serial uint32                         // the SOA serial: when the zone last changed
+}
+
+func newIndex(zone string) *index {
+	return &index{zone: zone, bySvc: map[string][]dns.RR{}, names: map[string]map[string][]dns.RR{}, nodes: map[string]int{}, serial: uint32(time.Now().Unix())}
+}
+
+// set replaces the records of one Service (none: it is gone).
+func (x *index) set(key string, rrs []dns.RR) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, rr := range x.bySvc[key] {
+		owner := rr.Header().Name
+		delete(x.names[owner], key)
+		if len(x.names[owner]) == 0 {
+			delete(x.names, owner)
+		}
+		x.count(owner, -1)
+	}
+	delete(x.bySvc, key)
+	if len(rrs) > 0 {
+		x.bySvc[key] = rrs
+	}
+	for _, rr := range rrs {
+		owner := rr.Header().Name
+		if x.names[owner] == nil {
+			x.names[owner] = map[string][]dns.RR{}
+		}
+		x.names[owner][key] = append(x.names[owner][key], rr)
+		x.count(owner, 1)
+	}
+	x.serial = max(x.serial+1, uint32(time.Now().Unix()))
+}
+
+// count adds d to the owner and each ancestor below the zone's apex, so that an empty
+// non-terminal (<ns>.svc.<zone>, _tcp.<svc>...) answers NODATA rather than NXDOMAIN.
+func (x *index) count(owner string, d int) {
+	if !dns.IsSubDomain(x.zone, owner) {
+		return // reverse names: no NODATA answers there
+	}
+	for n := owner; len(n) > len(x.zone); {
+		if x.nodes[n] += d; x.nodes[n] <= 0 {
+			delete(x.nodes, n)
+		}
+		_, rest, _ := strings.Cut(n, ".")
+		n = rest
+	}
+}
+
+// lookup returns the records at name (lower case, fully qualified) and whether the name
+// exists in the zone at all.
+func (x *index) lookup(name string) ([]dns.RR, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []dns.RR
+	for _, rrs := range x.names[name] {
+		out = append(out, rrs...)
+	}
+	return out, len(out) > 0 || x.nodes[name] > 0 || name == x.zone
+}
+
+// soa is the zone's SOA record, with CoreDNS's timers; its minimum is the negative TTL.
+func (x *index) soa() *dns.SOA {
+	x.mu.RLock()
+	serial := x.serial
+	x.mu.RUnlock()
+	return &dns.SOA{Hdr: hdr(x.zone, dns.TypeSOA), Ns: "ns.dns." + x.zone, Mbox: "hostmaster." + x.zone,
+		Serial: serial, Refresh: 7200, Retry: 1800, Expire: 86400, Minttl: TTL}
+}
