@@ -19,6 +19,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/garbagecollector"
 	"github.com/skiff-sh/skiff/actors/controllers/job"
 	"github.com/skiff-sh/skiff/actors/controllers/nodelifecycle"
+	"github.com/skiff-sh/skiff/actors/controllers/persistentvolume"
 	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
 	"github.com/skiff-sh/skiff/actors/controllers/serviceaccount"
 	"github.com/skiff-sh/skiff/actors/controllers/ttlafterfinished"
@@ -41,10 +42,11 @@ const (
 	TTLAfterFinished = "ttlafterfinished"
 	Disruption       = "disruption"
 	Endpoints        = "endpoints"
+	PersistentVolume = "persistentvolume-binder"
 )
 
 // All lists every controller.
-var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints}
+var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints, PersistentVolume}
 
 // Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
@@ -111,6 +113,8 @@ func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit
 			producers[i] = disruption.New(cfg)
 		case Endpoints:
 			producers[i] = endpoints.New(cfg)
+		case PersistentVolume:
+			producers[i] = persistentvolume.New(cfg)
 		default:
 			return nil, fmt.Errorf("unknown controller %q (known: %v)", name, All)
 		}

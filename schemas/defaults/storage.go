@@ -57,6 +57,9 @@ const (
 	DefaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 	// SelectedNodeAnnotation is the scheduler's choice of node for a WaitForFirstConsumer claim.
 	SelectedNodeAnnotation = "volume.kubernetes.io/selected-node"
+	// LocalPathDirAnnotation is a node's directory for local-path volumes, published by its
+	// kubelet; a node without it offers none.
+	LocalPathDirAnnotation = "skiff.io/local-path-dir"
 )
 
 // IsDefaultClass reports the default-class annotation ("true"), as Kubernetes reads it.

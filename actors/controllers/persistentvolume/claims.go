@@ -1,0 +1,235 @@
+package persistentvolume
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/schemas/defaults"
+)
+
+func (c *controller) sync(ctx context.Context, key string) error {
+	if isClaimKey(key) {
+		pvc, ok := c.claims.Get(controllerkit.SplitKey(key))
+		if !ok || pvc.DeletionTimestamp != nil {
+			return nil
+		}
+		if pvc.Spec.VolumeName == "" {
+			return c.syncUnboundClaim(ctx, pvc)
+		}
+		return c.syncBoundClaim(ctx, pvc)
+	}
+	pv, ok := c.volumes.Get("", key)
+	if !ok || pv.DeletionTimestamp != nil {
+		return nil
+	}
+	return c.syncVolume(ctx, pv)
+}
+
+// syncUnboundClaim binds a pending claim to a volume that fits, or provisions one, or says
+// (as an event) what it waits for.
+func (c *controller) syncUnboundClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	class := claimClass(pvc)
+	var sc *storagev1.StorageClass
+	if class != "" {
+		sc, _ = c.classes.Get("", class)
+	}
+	node := pvc.Annotations[defaults.SelectedNodeAnnotation]
+	waitForConsumer := sc != nil && sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
+	if waitForConsumer && node == "" {
+		c.rec.Eventf(ctx, pvc, corev1.EventTypeNormal, "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+		return c.setClaimPhase(ctx, pvc, corev1.ClaimPending)
+	}
+	var n *corev1.Node
+	if node != "" {
+		n, _ = c.nodes.Get("", node)
+	}
+	if pv := c.findVolume(pvc, n); pv != nil {
+		return c.bind(ctx, pvc, pv)
+	}
+	switch {
+	case class == "":
+		c.rec.Eventf(ctx, pvc, corev1.EventTypeNormal, "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
+	case sc == nil:
+		c.rec.Eventf(ctx, pvc, corev1.EventTypeWarning, "ProvisioningFailed", "storageclass.storage.k8s.io %q not found", class)
+	case sc.Provisioner == defaults.LocalPathProvisioner:
+		return c.provision(ctx, pvc, sc, n, node)
+	default:
+		c.rec.Eventf(ctx, pvc, corev1.EventTypeNormal, "ExternalProvisioning",
+			"Waiting for a volume to be created either by the external provisioner '%s' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered.", sc.Provisioner)
+	}
+	return c.setClaimPhase(ctx, pvc, corev1.ClaimPending)
+}
+
+// findVolume is kube's findMatchingVolume: a volume pre-bound to the claim wins; otherwise
+// the smallest available one of the claim's class that is big enough, offers every access
+// mode asked for, matches the selector and (for a claim with a selected node) that node.
+func (c *controller) findVolume(pvc *corev1.PersistentVolumeClaim, node *corev1.Node) *corev1.PersistentVolume {
+	for _, pv := range c.volumes.ByIndex(byClaim, controllerkit.KeyOf(pvc)) {
+		if r := pv.Spec.ClaimRef; pv.DeletionTimestamp == nil && (r.UID == "" || r.UID == pvc.UID) {
+			return pv
+		}
+	}
+	want := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	var sel labels.Selector
+	if pvc.Spec.Selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(pvc.Spec.Selector)
+		if err != nil {
+			return nil
+		}
+		sel = s
+	}
+	var best *corev1.PersistentVolume
+	for _, pv := range c.volumes.ByIndex(byClass, claimClass(pvc)) {
+		size := pv.Spec.Capacity[corev1.ResourceStorage]
+		switch {
+		case pv.Spec.ClaimRef != nil, pv.DeletionTimestamp != nil, pv.Status.Phase != corev1.VolumeAvailable:
+			continue
+		case size.Cmp(want) < 0, !hasModes(pv.Spec.AccessModes, pvc.Spec.AccessModes), !sameMode(pv.Spec.VolumeMode, pvc.Spec.VolumeMode):
+			continue
+		case sel != nil && !sel.Matches(labels.Set(pv.Labels)):
+			continue
+		case node != nil && !volumeFits(pv, node):
+			continue
+		}
+		if best == nil || size.Cmp(best.Spec.Capacity[corev1.ResourceStorage]) < 0 {
+			best = pv
+		}
+	}
+	return best
+}
+
+// VolumeFits reports whether the volume's node affinity admits node (no affinity: any node).
+func volumeFits(pv *corev1.PersistentVolume, node *corev1.Node) bool {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return true
+	}
+	ok, err := nodeaffinity.NewLazyErrorNodeSelector(pv.Spec.NodeAffinity.Required).Match(node)
+	return err == nil && ok
+}
+
+func hasModes(have, want []corev1.PersistentVolumeAccessMode) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			found = found || h == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func sameMode(a, b *corev1.PersistentVolumeMode) bool {
+	mode := func(m *corev1.PersistentVolumeMode) corev1.PersistentVolumeMode {
+		if m == nil {
+			return corev1.PersistentVolumeFilesystem
+		}
+		return *m
+	}
+	return mode(a) == mode(b)
+}
+
+func claimClass(pvc *corev1.PersistentVolumeClaim) string {
+	if pvc.Spec.StorageClassName == nil {
+		return ""
+	}
+	return *pvc.Spec.StorageClassName
+}
+
+// bind writes the binding in kube's order, each step a write the next sync resumes from:
+// the volume's claimRef, the volume's phase, the claim's volumeName, the claim's status.
+func (c *controller) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
+	if r := pv.Spec.ClaimRef; r == nil || r.UID != pvc.UID {
+		next := pv.DeepCopy()
+		next.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: pvc.Namespace, Name: pvc.Name,
+			UID: pvc.UID, ResourceVersion: pvc.ResourceVersion}
+		if r == nil {
+			setAnnotation(&next.ObjectMeta, AnnBoundByController, "yes")
+		}
+		o, err := c.cfg.Client.Update(ctx, next)
+		if err != nil {
+			return err
+		}
+		pv = o.(*corev1.PersistentVolume)
+	}
+	if err := c.setVolumePhase(ctx, pv, corev1.VolumeBound, ""); err != nil {
+		return err
+	}
+	if pvc.Spec.VolumeName != pv.Name || pvc.Annotations[AnnBindCompleted] != "yes" {
+		next := pvc.DeepCopy()
+		next.Spec.VolumeName = pv.Name
+		setAnnotation(&next.ObjectMeta, AnnBindCompleted, "yes")
+		if pv.Annotations[AnnBoundByController] == "yes" || pvc.Spec.VolumeName == "" {
+			setAnnotation(&next.ObjectMeta, AnnBoundByController, "yes")
+		}
+		o, err := c.cfg.Client.Update(ctx, next)
+		if err != nil {
+			return err
+		}
+		pvc = o.(*corev1.PersistentVolumeClaim)
+	}
+	return c.setClaimBound(ctx, pvc, pv)
+}
+
+// syncBoundClaim keeps a bound claim's status, finishes a binding half done, or marks the
+// claim Lost when its volume is gone or bound elsewhere.
+func (c *controller) syncBoundClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	pv, ok := c.volumes.Get("", pvc.Spec.VolumeName)
+	if !ok {
+		if _, err := c.cfg.Client.Get(ctx, controllerkit.MustKind("", "persistentvolumes"), "", pvc.Spec.VolumeName); !apierrors.IsNotFound(err) {
+			return err // there after all (the cache lags), or the read failed: try again
+		}
+		if pvc.Status.Phase != corev1.ClaimLost {
+			c.rec.Eventf(ctx, pvc, corev1.EventTypeWarning, "ClaimLost", "Bound claim has lost its PersistentVolume. Data on the volume is lost!")
+		}
+		return c.setClaimPhase(ctx, pvc, corev1.ClaimLost)
+	}
+	switch r := pv.Spec.ClaimRef; {
+	case r == nil, r.Namespace == pvc.Namespace && r.Name == pvc.Name && (r.UID == "" || r.UID == pvc.UID):
+		return c.bind(ctx, pvc, pv)
+	default:
+		if pvc.Status.Phase != corev1.ClaimLost {
+			c.rec.Eventf(ctx, pvc, corev1.EventTypeWarning, "ClaimMisbound", "Two claims are bound to the same volume, this one is bound incorrectly")
+		}
+		return c.setClaimPhase(ctx, pvc, corev1.ClaimLost)
+	}
+}
+
+func (c *controller) setClaimPhase(ctx context.Context, pvc *corev1.PersistentVolumeClaim, phase corev1.PersistentVolumeClaimPhase) error {
+	if pvc.Status.Phase == phase {
+		return nil
+	}
+	next := pvc.DeepCopy()
+	next.Status.Phase = phase
+	_, err := c.cfg.Client.UpdateStatus(ctx, next)
+	return err
+}
+
+// setClaimBound: phase Bound with the volume's access modes and capacity, as kube reports them.
+func (c *controller) setClaimBound(ctx context.Context, pvc *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
+	s := &pvc.Status
+	size, have := pv.Spec.Capacity[corev1.ResourceStorage], s.Capacity[corev1.ResourceStorage]
+	if s.Phase == corev1.ClaimBound && hasModes(s.AccessModes, pv.Spec.AccessModes) && len(s.AccessModes) == len(pv.Spec.AccessModes) && size.Cmp(have) == 0 {
+		return nil
+	}
+	next := pvc.DeepCopy()
+	next.Status.Phase, next.Status.AccessModes = corev1.ClaimBound, pv.Spec.AccessModes
+	next.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
+	_, err := c.cfg.Client.UpdateStatus(ctx, next)
+	return err
+}
+
+func setAnnotation(m *metav1.ObjectMeta, k, v string) {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[k] = v
+}
