@@ -15,6 +15,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,10 @@ type Config struct {
 	NodeIP     string            // InternalIP and pods' hostIP; default: the first non-loopback IPv4
 	PodCIDR    string            // written into spec.podCIDR
 	Labels     map[string]string // extra node labels
+	// LocalPathDir holds the node's local-path volumes (the default StorageClass); it is
+	// published on the Node (skiff.io/local-path-dir). Default: local-path in the runtime's
+	// data directory.
+	LocalPathDir string
 
 	LeaseDuration      time.Duration // default 40 s
 	RenewInterval      time.Duration // lease renewal, default 10 s
@@ -93,6 +98,9 @@ func (c *Config) defaults() {
 	}
 	if c.NodeIP == "" {
 		c.NodeIP = firstIPv4()
+	}
+	if c.LocalPathDir == "" && c.Runtime != nil {
+		c.LocalPathDir = filepath.Join(c.Runtime.Root(), "local-path")
 	}
 }
 
@@ -141,7 +149,7 @@ func New(cfg Config) func() actorkit.Actor {
 		started:  map[types.UID]bool{},
 	}
 	k.probes = newProbeManager(k)
-	k.volumes = &volumes.Manager{PodDir: cfg.Runtime.PodDir, Objects: apiObjects{k}}
+	k.volumes = &volumes.Manager{PodDir: cfg.Runtime.PodDir, Objects: apiObjects{k}, Claims: apiObjects{k}, LocalPathDir: cfg.LocalPathDir}
 	k.pods.AddIndexer(informer.IndexNodeName, informer.PodNodeName)
 	return func() actorkit.Actor { return &kubeletActor{k: k} }
 }
@@ -237,6 +245,7 @@ func (k *kubelet) housekeeping(ctx context.Context) {
 	for {
 		k.removeOrphans(ctx)
 		k.resyncAll()
+		k.cleanLocalPath(ctx)
 		select {
 		case <-ctx.Done():
 			return
