@@ -87,8 +87,9 @@ func BootstrapPolicy() []runtime.Object {
 			// (NodeRestriction's rule: bound to a pod on this node running as that account).
 			rule([]string{"get"}, []string{""}, []string{"serviceaccounts"}),
 			rule([]string{"create"}, []string{""}, []string{"serviceaccounts/token"}),
-			// The claims of its pods and their volumes, to mount them (kube's node rules).
-			rule([]string{"get"}, []string{""}, []string{"persistentvolumeclaims", "persistentvolumes"}),
+			// The volumes of its pods' claims, to mount them, and of deleted local-path volumes,
+			// to remove their data (the claims themselves are the node authorizer's, node.go).
+			rule([]string{"get"}, []string{""}, []string{"persistentvolumes"}),
 			exportSpans,
 		},
 		// What a workload's ServiceAccount may read of the issuer (kube binds it to every account).
