@@ -2,10 +2,8 @@ package scheduler_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -17,7 +15,6 @@ import (
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/schemas/defaults"
-	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 func withClaim(p *corev1.Pod, claim string) *corev1.Pod {
@@ -43,18 +40,7 @@ func mustCreate(t *testing.T, cp *controlplane.ControlPlane, objs ...runtime.Obj
 
 func waitUnschedulableWith(t *testing.T, cp *controlplane.ControlPlane, name, want string) {
 	t.Helper()
-	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
-		o, err := cp.Client.Get(context.Background(), podsKind(), "default", name)
-		if err != nil {
-			return err
-		}
-		for _, c := range o.(*corev1.Pod).Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, want) {
-				return nil
-			}
-		}
-		return fmt.Errorf("no PodScheduled=False condition saying %q yet: %v", want, o.(*corev1.Pod).Status.Conditions)
-	})
+	waitUnschedulableMsg(t, cp, name, want, func(msg string) bool { return strings.Contains(msg, want) })
 }
 
 // TestVolumeBindingFollowsTheClaim: a pod waits for its claim to exist and be bound, then

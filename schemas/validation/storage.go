@@ -214,16 +214,10 @@ func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) field.ErrorList {
 		errs = append(errs, metav1validation.ValidateLabelSelector(s.Selector, metav1validation.LabelSelectorValidationOptions{}, specPath.Child("selector"))...)
 	}
 	errs = append(errs, volumeMode(s.VolumeMode, specPath.Child("volumeMode"))...)
-	if s.DataSource != nil {
-		errs = append(errs, field.Forbidden(specPath.Child("dataSource"), "volume data sources are not supported by Skiff's provisioner"))
-	}
-	if s.DataSourceRef != nil {
-		errs = append(errs, field.Forbidden(specPath.Child("dataSourceRef"), "volume data sources are not supported by Skiff's provisioner"))
-	}
-	if s.VolumeAttributesClassName != nil {
-		errs = append(errs, field.Forbidden(specPath.Child("volumeAttributesClassName"), "volume attributes classes are not supported"))
-	}
-	return errs
+	errs = append(errs, forbidSet(specPath, "volume data sources are not supported by Skiff's provisioner",
+		optionalField{"dataSource", s.DataSource != nil}, optionalField{"dataSourceRef", s.DataSourceRef != nil})...)
+	return append(errs, forbidSet(specPath, "volume attributes classes are not supported",
+		optionalField{"volumeAttributesClassName", s.VolumeAttributesClassName != nil})...)
 }
 
 // persistentVolumeUpdate: the source and a set node affinity are immutable, as in Kubernetes.
