@@ -33,10 +33,7 @@ func init() {
 			if r := pv.Spec.ClaimRef; r != nil {
 				claim = r.Namespace + "/" + r.Name
 			}
-			phase := string(pv.Status.Phase)
-			if pv.DeletionTimestamp != nil {
-				phase = "Terminating"
-			}
+			phase := phaseOrTerminating(string(pv.Status.Phase), pv.DeletionTimestamp)
 			size := pv.Spec.Capacity[corev1.ResourceStorage]
 			return []any{pv.Name, size.String(), AccessModes(pv.Spec.AccessModes), string(pv.Spec.PersistentVolumeReclaimPolicy), phase, claim,
 				pv.Spec.StorageClassName, unset(pv.Spec.VolumeAttributesClassName), pv.Status.Reason, Age(pv.CreationTimestamp, now), volumeMode(pv.Spec.VolumeMode)}
@@ -55,10 +52,7 @@ func init() {
 			wide("VolumeMode", "string", pvcSpec["volumeMode"]),
 		},
 		cells: typed(func(pvc *corev1.PersistentVolumeClaim, now time.Time) []any {
-			phase := string(pvc.Status.Phase)
-			if pvc.DeletionTimestamp != nil {
-				phase = "Terminating"
-			}
+			phase := phaseOrTerminating(string(pvc.Status.Phase), pvc.DeletionTimestamp)
 			size, modes := "", ""
 			if pvc.Spec.VolumeName != "" { // as kubectl: capacity and modes of a bound claim only
 				q := pvc.Status.Capacity[corev1.ResourceStorage]
@@ -116,6 +110,14 @@ func AccessModes(modes []corev1.PersistentVolumeAccessMode) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// phaseOrTerminating is the STATUS kubectl shows: Terminating once deletion started.
+func phaseOrTerminating(phase string, deleting *metav1.Time) string {
+	if deleting != nil {
+		return "Terminating"
+	}
+	return phase
 }
 
 func unset(s *string) string {
