@@ -51,6 +51,10 @@ spec:
 		!strings.Contains(out, "Retain") || !strings.Contains(out, "manual") || !strings.Contains(out, "Filesystem") {
 		t.Fatalf("get pv: %v\n%s", err, out)
 	}
+	out, err = kubectl("explain", "storageclass.volumeBindingMode")
+	if err != nil || !strings.Contains(out, "StorageClass") || !strings.Contains(out, "WaitForFirstConsumer") {
+		t.Fatalf("explain: %v\n%s", err, out)
+	}
 	out, err = kubectl("api-resources", "--api-group=storage.k8s.io")
 	if err != nil || !strings.Contains(out, "storageclasses") || !strings.Contains(out, "sc ") {
 		t.Fatalf("api-resources: %v\n%s", err, out)

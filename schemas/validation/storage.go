@@ -18,8 +18,9 @@ import (
 var supportedPVSources = []string{"hostPath", "local"}
 
 // Access modes a node-local directory can honour: one node at a time. ReadWriteMany and
-// ReadOnlyMany would promise sharing across nodes that a directory on one node cannot give.
-var supportedAccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteOncePod}
+// ReadOnlyMany would promise sharing across nodes that a directory on one node cannot give;
+// ReadWriteOncePod one pod at a time, which the scheduler does not enforce.
+var supportedAccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
 
 // PersistentVolume validates a PersistentVolume as Kubernetes does, restricted to what Skiff
 // can mount: hostPath and local sources, Filesystem mode, Retain or Delete.
@@ -154,7 +155,7 @@ func nodeSelectorOperator(r corev1.NodeSelectorRequirement, p *field.Path) field
 	return nil
 }
 
-// accessModes: at least one, each one a node-local directory can honour, ReadWriteOncePod alone.
+// accessModes: at least one, each one a node-local directory can honour.
 func accessModes(modes []corev1.PersistentVolumeAccessMode, p *field.Path) field.ErrorList {
 	if len(modes) == 0 {
 		return field.ErrorList{field.Required(p, "at least 1 access mode is required")}
@@ -163,18 +164,7 @@ func accessModes(modes []corev1.PersistentVolumeAccessMode, p *field.Path) field
 	for _, m := range modes {
 		errs = append(errs, oneOf(m, p, supportedAccessModes...)...)
 	}
-	if len(modes) > 1 && contains(accessModeNames(modes), string(corev1.ReadWriteOncePod)) {
-		errs = append(errs, field.Forbidden(p, "may not use ReadWriteOncePod with other access modes"))
-	}
 	return errs
-}
-
-func accessModeNames(modes []corev1.PersistentVolumeAccessMode) []string {
-	out := make([]string, len(modes))
-	for i, m := range modes {
-		out[i] = string(m)
-	}
-	return out
 }
 
 func positiveQuantity(q resource.Quantity, p *field.Path) field.ErrorList {

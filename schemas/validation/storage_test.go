@@ -41,7 +41,7 @@ func TestPersistentVolumeRules(t *testing.T) {
 		{"RWX refused", "spec.accessModes", `Unsupported value: "ReadWriteMany"`, func(p *corev1.PersistentVolume) {
 			p.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 		}},
-		{"RWOP with others", "spec.accessModes", "may not use ReadWriteOncePod with other access modes", func(p *corev1.PersistentVolume) {
+		{"RWOP refused", "spec.accessModes", `Unsupported value: "ReadWriteOncePod": supported values: "ReadWriteOnce"`, func(p *corev1.PersistentVolume) {
 			p.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce, corev1.ReadWriteOncePod}
 		}},
 		{"no capacity", "spec.capacity", "Required value", func(p *corev1.PersistentVolume) { p.Spec.Capacity = nil }},

