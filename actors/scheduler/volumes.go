@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	"github.com/skiff-sh/skiff/actors/controllers/persistentvolume"
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/actors/scheduler/framework"
 	"github.com/skiff-sh/skiff/schemas/defaults"
@@ -21,11 +22,13 @@ type volumeState struct {
 }
 
 func newVolumeState(f *informer.Factory) *volumeState {
-	return &volumeState{
+	v := &volumeState{
 		claims:  informer.Shared[*corev1.PersistentVolumeClaim](f, "", "persistentvolumeclaims"),
 		volumes: informer.Shared[*corev1.PersistentVolume](f, "", "persistentvolumes"),
 		classes: informer.Shared[*storagev1.StorageClass](f, storagev1.GroupName, "storageclasses"),
 	}
+	persistentvolume.IndexByClass(v.volumes)
+	return v
 }
 
 // podVolumes is the framework.VolumeLister: what the pod's claims ask of a node, in
@@ -59,13 +62,39 @@ func (v *volumeState) podVolumes(pod *corev1.Pod) framework.PodVolumes {
 		}
 		if node := pvc.Annotations[defaults.SelectedNodeAnnotation]; node != "" {
 			out.SelectedNode = node
+			continue // its volume is bound or made for that node
 		}
-		if sc.Provisioner == defaults.LocalPathProvisioner {
-			out.LocalPathAnnotation = defaults.LocalPathDirAnnotation
-		}
+		out.Unbound = append(out.Unbound, v.unbound(pvc, sc))
 	}
 	return out
 }
+
+// unbound is how nodes can serve a claim waiting for its first consumer: the available
+// volumes that fit it, and what its class can provision (local-path: on the nodes that publish
+// a directory; no-provisioner: nothing; any other: kube-scheduler assumes anywhere).
+func (v *volumeState) unbound(pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) framework.UnboundClaim {
+	var u framework.UnboundClaim
+	switch sc.Provisioner {
+	case defaults.LocalPathProvisioner:
+		u.ProvisionAnnotation = defaults.LocalPathDirAnnotation
+	case noProvisioner:
+	default:
+		u.Anywhere = true
+	}
+	for _, pv := range v.volumes.ByIndex(persistentvolume.ByClass, sc.Name) {
+		if persistentvolume.Fits(pv, pvc) {
+			var sel *corev1.NodeSelector
+			if pv.Spec.NodeAffinity != nil {
+				sel = pv.Spec.NodeAffinity.Required
+			}
+			u.Volumes = append(u.Volumes, sel)
+		}
+	}
+	return u
+}
+
+// noProvisioner is the provisioner of classes whose volumes are made by hand (kube's name).
+const noProvisioner = "kubernetes.io/no-provisioner"
 
 // delayedClass is the claim's class when it binds on its first consumer, else nil.
 func (v *volumeState) delayedClass(pvc *corev1.PersistentVolumeClaim) *storagev1.StorageClass {

@@ -99,3 +99,50 @@ func TestWaitForFirstConsumerSelectsANode(t *testing.T) {
 	mustCreate(t, cp, withClaim(pod("db-2", "3"), "data"))
 	waitBoundTo(t, cp, "db-2", "storage")
 }
+
+// TestWaitForFirstConsumerFindsTheVolume: for a class of hand-made volumes, the pod goes
+// where an available volume that fits its claim is; with none anywhere it waits, and one
+// created later lets it in.
+func TestWaitForFirstConsumerFindsTheVolume(t *testing.T) {
+	cp, _ := startWithScheduler(t)
+	addNode(t, cp, node("n1", "4"))
+	addNode(t, cp, node("n2", "4"))
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	local := func(name, size, node string) *corev1.PersistentVolume {
+		return &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeSpec{
+			Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: "local", PersistentVolumeSource: corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/srv/" + name}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}},
+		}}
+	}
+	small, big := local("small-on-n1", "100Mi", "n1"), local("big-on-n2", "5Gi", "n2")
+	mustCreate(t, cp, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &wffc},
+		small, big)
+	// The binder would set the phase; here the test does.
+	available := func(pv *corev1.PersistentVolume) {
+		k, _ := schemas.ByResource("", "v1", "persistentvolumes")
+		o, err := cp.Client.Get(context.Background(), k, "", pv.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := o.(*corev1.PersistentVolume)
+		got.Status.Phase = corev1.VolumeAvailable
+		if _, err := cp.Client.UpdateStatus(context.Background(), got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	available(small)
+	available(big)
+	mustCreate(t, cp, claim("data", ptr.To("local")), withClaim(pod("db", "1"), "data"))
+	waitBoundTo(t, cp, "db", "n2")
+
+	huge := claim("huge", ptr.To("local"))
+	huge.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("10Gi")
+	mustCreate(t, cp, huge, withClaim(pod("big-db", "1"), "huge"))
+	waitUnschedulableWith(t, cp, "big-db", "2 node(s) did not find available persistent volumes to bind")
+	later := local("huge-on-n1", "20Gi", "n1")
+	mustCreate(t, cp, later)
+	available(later)
+	waitBoundTo(t, cp, "big-db", "n1")
+}

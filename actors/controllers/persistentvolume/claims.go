@@ -7,8 +7,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	"github.com/skiff-sh/skiff/schemas/defaults"
@@ -71,80 +69,23 @@ func (c *controller) syncUnboundClaim(ctx context.Context, pvc *corev1.Persisten
 }
 
 // findVolume is kube's findMatchingVolume: a volume pre-bound to the claim wins; otherwise
-// the smallest available one of the claim's class that is big enough, offers every access
-// mode asked for, matches the selector and (for a claim with a selected node) that node.
+// the smallest one that Fits and (for a claim with a selected node) admits that node.
 func (c *controller) findVolume(pvc *corev1.PersistentVolumeClaim, node *corev1.Node) *corev1.PersistentVolume {
 	for _, pv := range c.volumes.ByIndex(byClaim, controllerkit.KeyOf(pvc)) {
 		if r := pv.Spec.ClaimRef; pv.DeletionTimestamp == nil && (r.UID == "" || r.UID == pvc.UID) {
 			return pv
 		}
 	}
-	want := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
-	var sel labels.Selector
-	if pvc.Spec.Selector != nil {
-		s, err := metav1.LabelSelectorAsSelector(pvc.Spec.Selector)
-		if err != nil {
-			return nil
-		}
-		sel = s
-	}
 	var best *corev1.PersistentVolume
-	for _, pv := range c.volumes.ByIndex(byClass, claimClass(pvc)) {
-		size := pv.Spec.Capacity[corev1.ResourceStorage]
-		switch {
-		case pv.Spec.ClaimRef != nil, pv.DeletionTimestamp != nil, pv.Status.Phase != corev1.VolumeAvailable:
-			continue
-		case size.Cmp(want) < 0, !hasModes(pv.Spec.AccessModes, pvc.Spec.AccessModes), !sameMode(pv.Spec.VolumeMode, pvc.Spec.VolumeMode):
-			continue
-		case sel != nil && !sel.Matches(labels.Set(pv.Labels)):
-			continue
-		case node != nil && !volumeFits(pv, node):
+	for _, pv := range c.volumes.ByIndex(ByClass, claimClass(pvc)) {
+		if pv.Spec.ClaimRef != nil || !Fits(pv, pvc) || (node != nil && !NodeFits(pv, node)) {
 			continue
 		}
-		if best == nil || size.Cmp(best.Spec.Capacity[corev1.ResourceStorage]) < 0 {
+		if size := pv.Spec.Capacity[corev1.ResourceStorage]; best == nil || size.Cmp(best.Spec.Capacity[corev1.ResourceStorage]) < 0 {
 			best = pv
 		}
 	}
 	return best
-}
-
-// volumeFits reports whether the volume's node affinity admits node (no affinity: any node).
-func volumeFits(pv *corev1.PersistentVolume, node *corev1.Node) bool {
-	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return true
-	}
-	ok, err := nodeaffinity.NewLazyErrorNodeSelector(pv.Spec.NodeAffinity.Required).Match(node)
-	return err == nil && ok
-}
-
-func hasModes(have, want []corev1.PersistentVolumeAccessMode) bool {
-	for _, w := range want {
-		found := false
-		for _, h := range have {
-			found = found || h == w
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-func sameMode(a, b *corev1.PersistentVolumeMode) bool {
-	mode := func(m *corev1.PersistentVolumeMode) corev1.PersistentVolumeMode {
-		if m == nil {
-			return corev1.PersistentVolumeFilesystem
-		}
-		return *m
-	}
-	return mode(a) == mode(b)
-}
-
-func claimClass(pvc *corev1.PersistentVolumeClaim) string {
-	if pvc.Spec.StorageClassName == nil {
-		return ""
-	}
-	return *pvc.Spec.StorageClassName
 }
 
 // bind writes the binding in kube's order, each step a write the next sync resumes from:

@@ -33,11 +33,8 @@ const (
 	AnnProvisionedBy     = "pv.kubernetes.io/provisioned-by"
 )
 
-// indexes of the volume cache (byClass also of the claims: the unbound ones).
-const (
-	byClaim = "claim" // "ns/name" of the claimRef
-	byClass = "class" // spec.storageClassName
-)
+// byClaim indexes volumes by the "ns/name" of their claimRef, and unbound claims by class.
+const byClaim = "claim"
 
 // resyncEvery re-checks every claim and volume, as kube's binder does (15 s).
 const resyncEvery = 15 * time.Second
@@ -70,8 +67,8 @@ func New(cfg controllerkit.Config) func() actorkit.Actor {
 		}
 		return nil
 	})
-	c.volumes.AddIndexer(byClass, func(pv *corev1.PersistentVolume) []string { return []string{pv.Spec.StorageClassName} })
-	c.claims.AddIndexer(byClass, func(pvc *corev1.PersistentVolumeClaim) []string {
+	IndexByClass(c.volumes)
+	c.claims.AddIndexer(ByClass, func(pvc *corev1.PersistentVolumeClaim) []string {
 		if pvc.Spec.VolumeName != "" {
 			return nil
 		}
@@ -86,7 +83,7 @@ func New(cfg controllerkit.Config) func() actorkit.Actor {
 		if r := pv.Spec.ClaimRef; r != nil {
 			c.queue.Add(controllerkit.Key(r.Namespace, r.Name))
 		} else if pv.Status.Phase == corev1.VolumeAvailable {
-			for _, pvc := range c.claims.ByIndex(byClass, pv.Spec.StorageClassName) {
+			for _, pvc := range c.claims.ByIndex(ByClass, pv.Spec.StorageClassName) {
 				c.queue.Add(controllerkit.KeyOf(pvc))
 			}
 		}

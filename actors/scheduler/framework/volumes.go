@@ -23,11 +23,40 @@ type PodVolumes struct {
 	Unschedulable string
 	// Affinities of the bound volumes: the node must match each.
 	Affinities []*v1.NodeSelector
-	// Local: an unbound local-path claim, so the node must offer local-path volumes (carry
-	// this annotation).
-	LocalPathAnnotation string
+	// Unbound are the claims that wait for their first consumer: the node must be able to
+	// bind or provision each.
+	Unbound []UnboundClaim
 	// SelectedNode: a claim already waits for a volume on this node.
 	SelectedNode string
+}
+
+// UnboundClaim is how a node can serve an unbound WaitForFirstConsumer claim.
+type UnboundClaim struct {
+	// Volumes are the node affinities of the available volumes that fit the claim (a nil
+	// entry: a volume any node reaches).
+	Volumes []*v1.NodeSelector
+	// ProvisionAnnotation: the class's provisioner serves the nodes that carry this annotation
+	// (local-path); Anywhere: it serves every node (one kube-scheduler assumes can).
+	ProvisionAnnotation string
+	Anywhere            bool
+}
+
+// servedBy reports whether the claim can get a volume on n.
+func (c *UnboundClaim) servedBy(n *v1.Node) bool {
+	if c.Anywhere || (c.ProvisionAnnotation != "" && n.Annotations[c.ProvisionAnnotation] != "") {
+		return true
+	}
+	for _, sel := range c.Volumes {
+		if sel == nil || selects(sel, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func selects(sel *v1.NodeSelector, n *v1.Node) bool {
+	ok, err := nodeaffinity.NewLazyErrorNodeSelector(sel).Match(n)
+	return err == nil && ok
 }
 
 // VolumeLister reads a pod's volume constraints (see PodVolumes).
@@ -65,12 +94,15 @@ func (volumeBinding) Filter(cy *Cycle, ni *NodeInfo, out []string) []string {
 		return append(out, pv.Unschedulable)
 	case pv.SelectedNode != "" && ni.node.Name != pv.SelectedNode:
 		return append(out, reasonSelectedNodeDiffers)
-	case pv.LocalPathAnnotation != "" && ni.node.Annotations[pv.LocalPathAnnotation] == "":
-		return append(out, reasonNoVolumeToBind)
 	}
 	for _, sel := range pv.Affinities {
-		if ok, err := nodeaffinity.NewLazyErrorNodeSelector(sel).Match(ni.node); err != nil || !ok {
+		if !selects(sel, ni.node) {
 			return append(out, reasonVolumeNodeConflict)
+		}
+	}
+	for i := range pv.Unbound {
+		if !pv.Unbound[i].servedBy(ni.node) {
+			return append(out, reasonNoVolumeToBind)
 		}
 	}
 	return out
