@@ -38,8 +38,8 @@ spec:
 	if err != nil || !strings.Contains(out, "persistentvolumeclaim/data created") || !strings.Contains(out, "persistentvolume/manual created") {
 		t.Fatalf("apply: %v\n%s", err, out)
 	}
-	out, err = kubectl("get", "pvc", "data", "-o", "jsonpath={.spec.storageClassName} {.spec.volumeMode} {.status.phase}")
-	if err != nil || out != "local-path Filesystem Pending" {
+	out, err = kubectl("get", "pvc", "data", "-o", "jsonpath={.spec.storageClassName} {.spec.volumeMode} {.status.phase} {.metadata.finalizers}")
+	if err != nil || out != `local-path Filesystem Pending ["kubernetes.io/pvc-protection"]` {
 		t.Fatalf("claim: %v %q", err, out)
 	}
 	out, err = kubectl("get", "pvc")

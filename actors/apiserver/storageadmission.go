@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -13,12 +14,17 @@ import (
 
 // admitDefaultStorageClass is kube's DefaultStorageClass admission: a claim created without
 // spec.storageClassName gets the default class (the newest, if several are marked); "" asks
-// for no class and is left alone.
+// for no class and is left alone. Every new claim also gets the pvc-protection finalizer, as
+// kube's StorageObjectInUseProtection admission adds it.
 func (s *Server) admitDefaultStorageClass(ctx context.Context, a *Attributes) error {
 	if a.Verb != "create" || a.Subresource != "" || a.Kind.GVK.Group != "" || a.Kind.GVK.Kind != "PersistentVolumeClaim" {
 		return nil
 	}
 	pvc := a.Object.(*corev1.PersistentVolumeClaim)
+	// kube's StorageObjectInUseProtection: the claim stays while a pod uses it.
+	if !slices.Contains(pvc.Finalizers, defaults.PVCProtectionFinalizer) {
+		pvc.Finalizers = append(pvc.Finalizers, defaults.PVCProtectionFinalizer)
+	}
 	if pvc.Spec.StorageClassName != nil {
 		return nil
 	}

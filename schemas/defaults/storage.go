@@ -57,6 +57,8 @@ const (
 	DefaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 	// SelectedNodeAnnotation is the scheduler's choice of node for a WaitForFirstConsumer claim.
 	SelectedNodeAnnotation = "volume.kubernetes.io/selected-node"
+	// PVCProtectionFinalizer keeps a claim while a pod may use it (kube's name).
+	PVCProtectionFinalizer = "kubernetes.io/pvc-protection"
 	// LocalPathDirAnnotation is a node's directory for local-path volumes, published by its
 	// kubelet; a node without it offers none.
 	LocalPathDirAnnotation = "skiff.io/local-path-dir"

@@ -15,13 +15,16 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	ct "github.com/skiff-sh/skiff/actors/controllers/controllertest"
 	"github.com/skiff-sh/skiff/actors/controllers/persistentvolume"
+	"github.com/skiff-sh/skiff/actors/controllers/pvcprotection"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/schemas/defaults"
 )
 
 func setup(t *testing.T) *controlplane.ControlPlane {
 	cp := ct.Start(t)
-	ct.Spawn(t, cp, "pv", persistentvolume.New(controllerkit.Config{Informers: cp.Informers, Client: cp.Client}))
+	cfg := controllerkit.Config{Informers: cp.Informers, Client: cp.Client}
+	ct.Spawn(t, cp, "pv", persistentvolume.New(cfg))
+	ct.Spawn(t, cp, "pvc-protection", pvcprotection.New(cfg)) // deleted claims go once no pod names them
 	return cp
 }
 
