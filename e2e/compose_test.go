@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/schemas"
@@ -26,8 +29,9 @@ import (
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
-// The compose stack (deploy/compose.yaml) as a user meets it: brought up with Docker, driven
-// through the published apiserver, observed in Jaeger. Run by `go tool task compose:test`, which
+// The compose stack (deploy/compose.yaml) as a user meets it: brought up with Docker, secured
+// (NATS credentials per component, the API over HTTPS with authentication), driven through the
+// published apiserver with the admin kubeconfig its init service made, observed in Jaeger. Run by `go tool task compose:test`, which
 // builds the images first and afterwards removes the pods' cgroups the agents leave on the host.
 // SKIFF_COMPOSE_KEEP=1 leaves the stack up.
 func TestComposeStack(t *testing.T) {
@@ -40,6 +44,7 @@ func TestComposeStack(t *testing.T) {
 	if os.Getenv("SKIFF_COMPOSE_KEEP") != "1" {
 		t.Cleanup(func() { st.compose(t, "down", "-v") })
 	}
+	st.connect(t)
 	nodes := st.waitNodesReady(t, 3, 3*time.Minute)
 	t.Logf("stack up: API answering and %d nodes Ready %v after `compose up`", len(nodes), time.Since(start).Round(time.Millisecond))
 
@@ -153,12 +158,44 @@ func newComposeStack(t *testing.T) *composeStack {
 	}
 	project := envOr("SKIFF_COMPOSE_PROJECT", "skiff")
 	cmd = append(cmd, "-f", filepath.Join(testutil.RepoRoot(), "deploy", "compose.yaml"), "-p", project)
-	server := "http://127.0.0.1:" + envOr("SKIFF_API_PORT", "6443")
-	return &composeStack{
-		cmd:    cmd,
-		api:    &apiclient.Client{T: apiclient.HTTP{Server: server, Client: &http.Client{Timeout: 10 * time.Second}}},
-		jaeger: "http://127.0.0.1:" + envOr("SKIFF_JAEGER_PORT", "16686"),
+	return &composeStack{cmd: cmd, jaeger: "http://127.0.0.1:" + envOr("SKIFF_JAEGER_PORT", "16686")}
+}
+
+// connect reaches the API as the stack's admin, with the kubeconfig its init service made in
+// the creds volume, after checking that a request without credentials is refused.
+func (s *composeStack) connect(t *testing.T) {
+	t.Helper()
+	c := exec.Command(s.cmd[0], append(s.cmd[1:], "run", "--rm", "--no-deps", "-T", "init", "kubeconfig", "--data-dir", "/creds")...)
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	kubeconfig, err := c.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(c.Args, " "), err, stderr.String())
 	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatalf("the init service's kubeconfig: %v", err)
+	}
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cfg.Host, "https://") || len(cfg.CAData) == 0 || len(cfg.CertData) == 0 {
+		t.Fatalf("want an HTTPS kubeconfig with a CA and a client certificate, got server %q", cfg.Host)
+	}
+	s.api = &apiclient.Client{T: apiclient.HTTP{Server: cfg.Host, Client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}}}
+	anon := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: tlsCfg.RootCAs}}}
+	testutil.Eventually(t, 2*time.Minute, time.Second, func() error {
+		resp, err := anon.Get(cfg.Host + "/api/v1/nodes")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			return fmt.Errorf("a request without credentials got HTTP %d, want 401", resp.StatusCode)
+		}
+		return nil
+	})
 }
 
 func envOr(key, def string) string {

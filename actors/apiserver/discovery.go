@@ -111,7 +111,7 @@ func (s *Server) serveGroupVersion(w http.ResponseWriter, r *http.Request) bool 
 var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
 // categoryAll is what `kubectl get all` lists.
-var categoryAll = map[string]bool{"pods": true, "services": true, "deployments": true, "replicasets": true, "daemonsets": true}
+var categoryAll = map[string]bool{"pods": true, "services": true, "deployments": true, "replicasets": true, "daemonsets": true, "statefulsets": true}
 
 func resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 	var out []metav1.APIResource

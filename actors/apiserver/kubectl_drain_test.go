@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiff-sh/skiff/actors/simnode"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
@@ -60,11 +59,7 @@ func errString(err error) string {
 
 func TestKubectlDrainHonoursDisruptionBudget(t *testing.T) {
 	cp := testutil.StartControlPlane(t)
-	pid, err := cp.Actors.Spawn("simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: 2}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cp.Actors.Stop(pid) })
+	simNodes(t, cp, 2)
 	kubectl := kubectlEnv(t, cp.URL())
 	// Both pods on sim-0: sim-1 takes none until the drain.
 	kubectlUntil(t, kubectl, "node/sim-1 cordoned", "cordon", "sim-1")
@@ -83,7 +78,7 @@ func TestKubectlDrainHonoursDisruptionBudget(t *testing.T) {
 
 	// The budget blocks the drain: kubectl cordons, then retries the 429 until its timeout.
 	start := time.Now()
-	out, err = kubectl("drain", "sim-0", "--ignore-daemonsets", "--timeout=4s")
+	out, err := kubectl("drain", "sim-0", "--ignore-daemonsets", "--timeout=4s")
 	blocked := time.Since(start)
 	if err == nil || !strings.Contains(out, "node/sim-0 cordoned") ||
 		!strings.Contains(out, "Cannot evict pod as it would violate the pod's disruption budget.") {

@@ -84,8 +84,8 @@ func setPodCondition(st *corev1.PodStatus, c corev1.PodCondition) {
 	st.Conditions = append(st.Conditions, c)
 }
 
-// getScale and updateScale serve the scale subresource (kubectl scale) of Deployments and
-// ReplicaSets.
+// getScale and updateScale serve the scale subresource (kubectl scale) of Deployments,
+// ReplicaSets, StatefulSets and custom resources.
 func (s *Server) getScale(ctx context.Context, k *schemas.Kind, ns, name string) (runtime.Object, error) {
 	obj, err := s.get(ctx, k, ns, name)
 	if err != nil {
@@ -106,6 +106,8 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 	case *appsv1.Deployment:
 		sc.Spec.Replicas, sc.Status.Replicas, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
 	case *appsv1.ReplicaSet:
+		sc.Spec.Replicas, sc.Status.Replicas, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
+	case *appsv1.StatefulSet:
 		sc.Spec.Replicas, sc.Status.Replicas, sel = deref(o.Spec.Replicas), o.Status.Replicas, o.Spec.Selector
 	case *unstructured.Unstructured:
 		return customScale(sc, o)
@@ -164,6 +166,8 @@ func (s *Server) updateScale(ctx context.Context, k *schemas.Kind, ns, name stri
 		case *appsv1.Deployment:
 			o.Spec.Replicas = &r
 		case *appsv1.ReplicaSet:
+			o.Spec.Replicas = &r
+		case *appsv1.StatefulSet:
 			o.Spec.Replicas = &r
 		case *unstructured.Unstructured:
 			if p := k.Custom.Scale(); p != nil {

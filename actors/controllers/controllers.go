@@ -23,6 +23,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/pvcprotection"
 	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
 	"github.com/skiff-sh/skiff/actors/controllers/serviceaccount"
+	"github.com/skiff-sh/skiff/actors/controllers/statefulset"
 	"github.com/skiff-sh/skiff/actors/controllers/ttlafterfinished"
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/statelog"
@@ -43,12 +44,13 @@ const (
 	TTLAfterFinished = "ttlafterfinished"
 	Disruption       = "disruption"
 	Endpoints        = "endpoints"
+	StatefulSet      = "statefulset"
 	PersistentVolume = "persistentvolume-binder"
 	PVCProtection    = "pvc-protection"
 )
 
 // All lists every controller.
-var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints, PersistentVolume, PVCProtection}
+var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints, StatefulSet, PersistentVolume, PVCProtection}
 
 // Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
@@ -115,6 +117,8 @@ func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit
 			producers[i] = disruption.New(cfg)
 		case Endpoints:
 			producers[i] = endpoints.New(cfg)
+		case StatefulSet:
+			producers[i] = statefulset.New(cfg)
 		case PersistentVolume:
 			producers[i] = persistentvolume.New(cfg)
 		case PVCProtection:

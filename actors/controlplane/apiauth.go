@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -22,6 +23,9 @@ import (
 type APIAuth struct {
 	Enabled bool
 	SANs    []string // extra names and IPs of the serving certificate
+	// Made elsewhere and shared by every apiserver replica (`skiff cluster-creds`), read and
+	// never written; empty: DataDir/tls and DataDir/tokens.csv, made on first start.
+	TLSDir, TokenFile string
 	// Each user's budget (apiserver/ratelimit.go): requests per second, burst, requests in
 	// flight; 0 = the default, negative = no limit.
 	ClientQPS      float64
@@ -54,11 +58,18 @@ func (cp *ControlPlane) apiOptions(o apiserver.Options) (apiserver.Options, erro
 	if cp.cfg.DataDir == "" {
 		return o, errors.New("controlplane: APIAuth needs a DataDir for its certificates and tokens")
 	}
-	bundle, err := pki.Ensure(filepath.Join(cp.cfg.DataDir, TLSDir), sc.SANs)
+	bundle, err := sc.certificates(cp.cfg.DataDir)
 	if err != nil {
 		return o, fmt.Errorf("certificates: %w", err)
 	}
 	tokPath := filepath.Join(cp.cfg.DataDir, TokenFile)
+	if sc.TokenFile != "" {
+		// Given, not made: a missing file is a mistake, not a first start.
+		if _, err := os.Stat(sc.TokenFile); err != nil {
+			return o, fmt.Errorf("tokens: %w", err)
+		}
+		tokPath = sc.TokenFile
+	}
 	admin, err := authn.EnsureTokenFile(tokPath)
 	if err != nil {
 		return o, fmt.Errorf("tokens: %w", err)
@@ -83,6 +94,22 @@ func (cp *ControlPlane) apiOptions(o apiserver.Options) (apiserver.Options, erro
 	}
 	o.ClientQPS, o.ClientBurst, o.ClientInflight = sc.ClientQPS, sc.ClientBurst, sc.ClientInflight
 	return o, nil
+}
+
+// validate refuses files given for a security that is off: they would be ignored.
+func (sc APIAuth) validate() error {
+	if !sc.Enabled && (sc.TLSDir != "" || sc.TokenFile != "") {
+		return errors.New("APIAuth: a TLS directory (--tls-dir) or token file (--token-file) needs the API's authentication on (--api-auth)")
+	}
+	return nil
+}
+
+// certificates loads the given TLSDir, or keeps the one under dataDir.
+func (sc APIAuth) certificates(dataDir string) (*pki.Bundle, error) {
+	if sc.TLSDir != "" {
+		return pki.Load(sc.TLSDir)
+	}
+	return pki.Ensure(filepath.Join(dataDir, TLSDir), sc.SANs)
 }
 
 // startRBAC writes the bootstrap policy and waits until the authorizer's mirror holds it.

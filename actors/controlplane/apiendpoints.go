@@ -88,9 +88,21 @@ func (cp *ControlPlane) startAPIEndpoints(ctx context.Context) error {
 	}
 	r := &endpointReconciler{cp: cp, leases: leases, self: self, ttl: ttl}
 	// The first round before Start returns: the Service exists once the API answers, and a
-	// caller's first look at the log does not race these writes.
-	if err := r.reconcile(ctx); err != nil {
-		return err
+	// caller's first look at the log does not race these writes. Another replica starting
+	// at once may be between taking the ClusterIP and writing the Service: try again shortly.
+	for try := 1; ; try++ {
+		err := r.reconcile(ctx)
+		if err == nil {
+			break
+		}
+		if try == 20 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	return cp.spawn(APIEndpoints, func() actorkit.Actor { return r })
 }
@@ -189,8 +201,12 @@ func (r *endpointReconciler) ensureService(ctx context.Context) error {
 			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: ip, Ports: ports, SessionAffinity: corev1.ServiceAffinityNone},
 		}
 		_, err = r.cp.Client.Create(ctx, svc)
-		if apierrors.IsAlreadyExists(err) {
-			return nil // another replica was first
+		if err != nil {
+			// Another replica may have been first: its create then answers AlreadyExists, or,
+			// when its ClusterIP was allocated before this create's turn, "already allocated".
+			if _, gerr := r.cp.Client.Get(ctx, k, metav1.NamespaceDefault, kubernetesService); gerr == nil {
+				return nil
+			}
 		}
 		return err
 	}

@@ -143,6 +143,9 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	}
 	// W3C trace context travels in NATS requests and is stored with every write.
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	if err := cfg.APIAuth.validate(); err != nil {
+		return nil, err
+	}
 	if err := cfg.validateComponents(); err != nil {
 		return nil, err
 	}

@@ -83,6 +83,49 @@ func Ensure(dir string, sans []string) (*Bundle, error) {
 	return b, nil
 }
 
+// Load reads a PKI directory made elsewhere (`skiff cluster-creds`, shared by every apiserver
+// replica) and writes nothing to it, so it can be mounted read-only: the CA certificate and the
+// serving pair, which must chain to it, are required; the CA key is not needed to serve and may
+// be left out; the admin pair is read when present (for the kubeconfig).
+func Load(dir string) (*Bundle, error) {
+	b := &Bundle{Dir: dir}
+	var err error
+	if b.CAPEM, err = os.ReadFile(b.path(CACert)); err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	block, _ := pem.Decode(b.CAPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("pki: %s: no CERTIFICATE block", b.path(CACert))
+	}
+	if b.CA, err = x509.ParseCertificate(block.Bytes); err != nil {
+		return nil, fmt.Errorf("pki: %s: %w", b.path(CACert), err)
+	}
+	certPEM, err := os.ReadFile(b.path(ServerCert))
+	if err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	keyPEM, err := os.ReadFile(b.path(ServerKey))
+	if err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	cert, _, err := parsePair(certPEM, keyPEM)
+	if err == nil {
+		err = cert.CheckSignatureFrom(b.CA)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pki: %s: %w", b.path(ServerCert), err)
+	}
+	if b.Server, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return nil, fmt.Errorf("pki: %s: %w", b.path(ServerCert), err)
+	}
+	adminCert, err1 := os.ReadFile(b.path(AdminCert))
+	adminKey, err2 := os.ReadFile(b.path(AdminKey))
+	if err1 == nil && err2 == nil {
+		b.AdminCertPEM, b.AdminKeyPEM = adminCert, adminKey
+	}
+	return b, nil
+}
+
 // DefaultSANs are the names the serving certificate always covers, plus extra.
 func DefaultSANs(extra []string) []string {
 	out := []string{"localhost", "127.0.0.1", "::1"}

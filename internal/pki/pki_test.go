@@ -127,3 +127,52 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatal("a client without the CA trusted the server")
 	}
 }
+
+// Load serves from a directory made elsewhere without the CA key and without writing to it;
+// a serving certificate from another CA is refused.
+func TestLoadReadsWithoutWriting(t *testing.T) {
+	dir := t.TempDir()
+	made, err := Ensure(dir, []string{"apiserver1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, CAKey)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	b, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Server.Certificate[0], made.Server.Certificate[0]) || !bytes.Equal(b.AdminKeyPEM, made.AdminKeyPEM) {
+		t.Error("Load did not return the certificates Ensure made")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 5 {
+		t.Errorf("Load changed the directory: %d entries, want the 5 left", len(entries))
+	}
+
+	other, err := Ensure(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := t.TempDir()
+	for name, src := range map[string]string{CACert: filepath.Join(dir, CACert), ServerCert: filepath.Join(other.Dir, ServerCert), ServerKey: filepath.Join(other.Dir, ServerKey)} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(foreign, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Load(foreign); err == nil {
+		t.Error("a serving certificate signed by another CA was loaded")
+	}
+	if _, err := Load(t.TempDir()); err == nil {
+		t.Error("an empty directory was loaded")
+	}
+}

@@ -33,6 +33,8 @@ func Default(obj runtime.Object) {
 		ReplicaSet(o)
 	case *appsv1.DaemonSet:
 		DaemonSet(o)
+	case *appsv1.StatefulSet:
+		StatefulSet(o)
 	case *batchv1.Job:
 		Job(o)
 	case *batchv1.CronJob:
@@ -53,7 +55,8 @@ func Default(obj runtime.Object) {
 		Subjects(o.Subjects)
 	case *apiextensionsv1.CustomResourceDefinition:
 		apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(o)
-	case *coordinationv1.Lease, *policyv1.PodDisruptionBudget, *corev1.ConfigMap, *corev1.ServiceAccount, *corev1.Node, *corev1.Event, *rbacv1.Role, *rbacv1.ClusterRole:
+	case *coordinationv1.Lease, *policyv1.PodDisruptionBudget, *corev1.ConfigMap, *corev1.ServiceAccount, *corev1.Node, *corev1.Event, *rbacv1.Role, *rbacv1.ClusterRole,
+		*appsv1.ControllerRevision:
 		// Nothing is defaulted.
 	}
 }

@@ -51,6 +51,10 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return ReplicaSet(o)
 	case *appsv1.DaemonSet:
 		return DaemonSet(o)
+	case *appsv1.StatefulSet:
+		return StatefulSet(o)
+	case *appsv1.ControllerRevision:
+		return ControllerRevision(o)
 	case *batchv1.Job:
 		return Job(o)
 	case *batchv1.CronJob:
@@ -146,6 +150,14 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	case *appsv1.DaemonSet:
 		if o, ok := oldObj.(*appsv1.DaemonSet); ok {
 			return append(errs, workloadUpdate(&n.ObjectMeta, &o.ObjectMeta, n.Spec.Selector, o.Spec.Selector)...)
+		}
+	case *appsv1.StatefulSet:
+		if o, ok := oldObj.(*appsv1.StatefulSet); ok {
+			return append(errs, statefulSetUpdate(n, o)...)
+		}
+	case *appsv1.ControllerRevision:
+		if o, ok := oldObj.(*appsv1.ControllerRevision); ok {
+			return append(errs, controllerRevisionUpdate(n, o)...)
 		}
 	case *batchv1.Job:
 		if o, ok := oldObj.(*batchv1.Job); ok {

@@ -36,6 +36,8 @@ func controlPlaneFlags(f *pflag.FlagSet, cfg *controlplane.Config, node *nodeFla
 	f.StringVar(&cfg.RootCAFile, "root-ca-file", "", "CA (PEM) the controller-manager publishes as kube-root-ca.crt (default: this process's API CA, when it serves the API with --api-auth)")
 	f.BoolVar(&cfg.APIAuth.Enabled, "api-auth", false, "serve the API over HTTPS with authentication and RBAC (certificates and tokens.csv under --data-dir)")
 	f.StringSliceVar(&cfg.APIAuth.SANs, "tls-san", nil, "extra host names or IPs of the API's serving certificate")
+	f.StringVar(&cfg.APIAuth.TLSDir, "tls-dir", "", "with --api-auth: read the CA and serving certificate here, made by `skiff cluster-creds` and shared by the replicas (default: made under DATA_DIR/"+controlplane.TLSDir+")")
+	f.StringVar(&cfg.APIAuth.TokenFile, "token-file", "", "with --api-auth: the static token file (default: made as DATA_DIR/"+controlplane.TokenFile+")")
 	f.Var(negatedBool{&cfg.NoFsync}, "fsync", "embedded NATS: fsync every write before acknowledging it, concurrent writes sharing one fsync; "+
 		"false: JetStream syncs every 2 minutes and a power cut loses what was acknowledged since (an external NATS syncs by its own setting: skiff nats --sync-always)")
 	f.Lookup("fsync").NoOptDefVal = "true"

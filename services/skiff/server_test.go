@@ -188,6 +188,7 @@ func TestServerAndNATSFlagErrors(t *testing.T) {
 		{[]string{"server", "--components", ""}, "--components"},
 		{[]string{"server", "--lease-duration", "10ms"}, "--lease-duration"},
 		{[]string{"server", "--components", "scheduler", "--encryption-key-file", "k"}, "--encryption-key-file"},
+		{[]string{"server", "--tls-dir", "tls", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--nats-port", "0", "--metrics-listen", "127.0.0.1:0"}, "--tls-dir"},
 		{[]string{"nats", "--routes", "nats://a:6222"}, "--routes"},
 		{[]string{"nats", "--listen", "nohost"}, "--listen"},
 		{[]string{"nats", "--cluster-listen", "0.0.0.0:x"}, "--cluster-listen"},

@@ -46,14 +46,16 @@ func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
 	}
 	return append([]rbacv1.PolicyRule{
 		rule(verbs, []string{""}, core),
-		rule(verbs, []string{"apps"}, []string{"deployments", "deployments/scale", "replicasets", "replicasets/scale", "daemonsets"}),
+		rule(verbs, []string{"apps"}, []string{"deployments", "deployments/scale", "replicasets", "replicasets/scale", "daemonsets",
+			"statefulsets", "statefulsets/scale"}),
+		rule(read, []string{"apps"}, []string{"controllerrevisions"}),
 		rule(verbs, []string{"batch"}, []string{"jobs", "cronjobs"}),
 		rule(verbs, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 		rule(verbs, []string{"coordination.k8s.io"}, []string{"leases"}),
 		rule(verbs, []string{"policy"}, []string{"poddisruptionbudgets"}),
 		rule(read, []string{""}, []string{"namespaces", "pods/status", "services/status", "persistentvolumeclaims/status"}),
 		rule(read, []string{"policy"}, []string{"poddisruptionbudgets/status"}),
-		rule(read, []string{"apps"}, []string{"deployments/status", "replicasets/status", "daemonsets/status"}),
+		rule(read, []string{"apps"}, []string{"deployments/status", "replicasets/status", "daemonsets/status", "statefulsets/status"}),
 		rule(read, []string{"batch"}, []string{"jobs/status", "cronjobs/status"}),
 	}, evict...)
 }
@@ -115,7 +117,7 @@ func BootstrapPolicy() []runtime.Object {
 				"services", "services/status", "endpoints", "configmaps", "events", "serviceaccounts",
 				"persistentvolumes", "persistentvolumes/status", "persistentvolumeclaims", "persistentvolumeclaims/status"}),
 			rule(all, []string{"apps"}, []string{"deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale",
-				"daemonsets", "daemonsets/status"}),
+				"daemonsets", "daemonsets/status", "statefulsets", "statefulsets/status", "statefulsets/scale", "controllerrevisions"}),
 			rule(all, []string{"batch"}, []string{"jobs", "jobs/status", "cronjobs", "cronjobs/status"}),
 			rule(all, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 			rule(all, []string{"coordination.k8s.io"}, []string{"leases"}),

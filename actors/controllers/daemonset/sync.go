@@ -29,15 +29,8 @@ type nodeState struct {
 }
 
 func (c *controller) sync(ctx context.Context, key string) error {
-	ns, name := controllerkit.SplitKey(key)
-	o, ok := c.dss.Get(ns, name)
+	ds, sel, ok := controllerkit.Workload(c.dss, c.exp, key, func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector })
 	if !ok {
-		c.exp.Forget(key)
-		return nil
-	}
-	ds := o.(*appsv1.DaemonSet)
-	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-	if err != nil || sel.Empty() {
 		return nil
 	}
 	satisfied := c.exp.Satisfied(key)

@@ -36,6 +36,7 @@ type controller struct {
 	pods    *informer.Informer
 	rss     *informer.Informer
 	deploys *informer.Informer
+	sets    *informer.Informer
 	queue   *controllerkit.Queue
 	rec     *events.Recorder
 	now     func() time.Time
@@ -49,6 +50,7 @@ func New(cfg Config) func() actorkit.Actor {
 		pods:    cfg.Informers.For("", "pods"),
 		rss:     cfg.Informers.For("apps", "replicasets"),
 		deploys: cfg.Informers.For("apps", "deployments"),
+		sets:    cfg.Informers.For("apps", "statefulsets"),
 		queue:   &controllerkit.Queue{},
 		rec:     events.New(cfg.Client, Name, ""),
 		now:     time.Now,
@@ -69,7 +71,7 @@ func New(cfg Config) func() actorkit.Actor {
 		Workers: cfg.Workers,
 		Watches: []controllerkit.Watch{{Informer: c.pdbs, Handler: controllerkit.OnChange(c.queue.Enqueue)}, {Informer: c.pods, Handler: pods}},
 		// The owners' scale is read at sync time; a scale change shows as pods coming or going.
-		WaitFor:   []*informer.Informer{c.rss, c.deploys},
+		WaitFor:   []*informer.Informer{c.rss, c.deploys, c.sets},
 		Queue:     c.queue,
 		Reconcile: c.sync,
 		Resync:    controllerkit.ForEach(c.pdbs, c.queue.Enqueue),

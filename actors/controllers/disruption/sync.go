@@ -143,10 +143,13 @@ func (c *controller) expectedScale(pods []*corev1.Pod) (int32, []string, error) 
 	return sum, unmanaged, nil
 }
 
-// scaleOf resolves a pod's controller to the object whose replicas count: the ReplicaSet, or
-// the Deployment controlling it. Pods of two ReplicaSets of one Deployment (a rollout) then
-// count the Deployment once.
+// scaleOf resolves a pod's controller to the object whose replicas count: a StatefulSet, the
+// ReplicaSet, or the Deployment controlling it. Pods of two ReplicaSets of one Deployment (a
+// rollout) then count the Deployment once.
 func (c *controller) scaleOf(ns string, ref *metav1.OwnerReference) (types.UID, int32, bool) {
+	if s, ok := controllerkit.Owner[*appsv1.StatefulSet](c.sets, ns, ref, "StatefulSet"); ok {
+		return s.UID, replicas(s.Spec.Replicas), true
+	}
 	rs, ok := controllerkit.Owner[*appsv1.ReplicaSet](c.rss, ns, ref, "ReplicaSet")
 	if !ok {
 		return "", 0, false

@@ -140,12 +140,7 @@ func (c *controller) podChanged(old, p *corev1.Pod) {
 		return
 	}
 	key := controllerkit.KeyOf(j)
-	if old == nil {
-		c.exp.CreationObserved(key)
-	}
-	if p.DeletionTimestamp != nil && (old == nil || old.DeletionTimestamp == nil) {
-		c.exp.DeletionObserved(key, controllerkit.KeyOf(p))
-	}
+	c.exp.PodChanged(key, old, p)
 	c.queue.Add(key)
 }
 

@@ -18,16 +18,9 @@ import (
 )
 
 func (c *controller) sync(ctx context.Context, key string) error {
-	ns, name := controllerkit.SplitKey(key)
-	o, ok := c.rss.Get(ns, name)
+	rs, sel, ok := controllerkit.Workload(c.rss, c.exp, key, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector })
 	if !ok {
-		c.exp.Forget(key)
 		return nil
-	}
-	rs := o.(*appsv1.ReplicaSet)
-	sel, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
-	if err != nil || sel.Empty() {
-		return nil // validation forbids this; nothing sensible to do
 	}
 	// Decide on expectations first: the cache read below then includes what they awaited.
 	satisfied := c.exp.Satisfied(key)
