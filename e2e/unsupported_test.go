@@ -31,14 +31,14 @@ spec:
   - {name: echo, image: skiff.local/httpecho:v1}
 `)
 	k, _ := schemas.ByResource("", "v1", "pods")
-	claim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "with-claim", Namespace: "default"}, Spec: corev1.PodSpec{
-		Volumes:    []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}},
+	nfs := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "with-nfs", Namespace: "default"}, Spec: corev1.PodSpec{
+		Volumes:    []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nas", Path: "/export"}}}},
 		Containers: []corev1.Container{{Name: "echo", Image: "skiff.local/httpecho:v1"}}}}
-	_, err := n.cp.Client.Create(context.Background(), claim)
-	if want := `spec.volumes[0].persistentVolumeClaim: Unsupported value: "persistentVolumeClaim"`; !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("pod with a PVC: %v, want 422 with %q", err, want)
+	_, err := n.cp.Client.Create(context.Background(), nfs)
+	if want := `spec.volumes[0].nfs: Unsupported value: "nfs"`; !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("pod with an nfs volume: %v, want 422 with %q", err, want)
 	}
-	if _, err := n.cp.Client.Get(context.Background(), k, "default", "with-claim"); !apierrors.IsNotFound(err) {
+	if _, err := n.cp.Client.Get(context.Background(), k, "default", "with-nfs"); !apierrors.IsNotFound(err) {
 		t.Fatalf("refused pod was written: %v", err)
 	}
 	for _, name := range []string{"with-init"} {

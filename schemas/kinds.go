@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +59,7 @@ var (
 	batch       = batchv1.SchemeGroupVersion
 	policy      = policyv1.SchemeGroupVersion
 	apiext      = apiextensionsv1.SchemeGroupVersion
+	storage     = storagev1.SchemeGroupVersion
 )
 
 // kinds is the table every lookup reads; order is the order of Kinds() (discovery output).
@@ -83,6 +85,14 @@ var kinds = []*Kind{
 	{GVK: core.WithKind("ServiceAccount"), Resource: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"}, Namespaced: true,
 		Subresources: []string{"token"},
 		New:          func() runtime.Object { return &corev1.ServiceAccount{} }, NewList: func() runtime.Object { return &corev1.ServiceAccountList{} }},
+	{GVK: core.WithKind("PersistentVolume"), Resource: "persistentvolumes", Singular: "persistentvolume", ShortNames: []string{"pv"},
+		Subresources: []string{"status"},
+		New:          func() runtime.Object { return &corev1.PersistentVolume{} }, NewList: func() runtime.Object { return &corev1.PersistentVolumeList{} }},
+	{GVK: core.WithKind("PersistentVolumeClaim"), Resource: "persistentvolumeclaims", Singular: "persistentvolumeclaim", ShortNames: []string{"pvc"}, Namespaced: true,
+		Subresources: []string{"status"},
+		New:          func() runtime.Object { return &corev1.PersistentVolumeClaim{} }, NewList: func() runtime.Object { return &corev1.PersistentVolumeClaimList{} }},
+	{GVK: storage.WithKind("StorageClass"), Resource: "storageclasses", Singular: "storageclass", ShortNames: []string{"sc"},
+		New: func() runtime.Object { return &storagev1.StorageClass{} }, NewList: func() runtime.Object { return &storagev1.StorageClassList{} }},
 	{GVK: apps.WithKind("Deployment"), Resource: "deployments", Singular: "deployment", ShortNames: []string{"deploy"}, Namespaced: true,
 		Subresources: []string{"status", "scale"},
 		New:          func() runtime.Object { return &appsv1.Deployment{} }, NewList: func() runtime.Object { return &appsv1.DeploymentList{} }},

@@ -238,7 +238,7 @@ func (s *Server) mutate(ctx context.Context, a *Attributes) error {
 	if isCRDKind(a.Kind) {
 		return s.admitCRD(ctx, a)
 	}
-	return nil
+	return s.admitDefaultStorageClass(ctx, a)
 }
 
 // validate runs the validating admission steps (after schema validation), then the built-in

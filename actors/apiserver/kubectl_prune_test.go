@@ -24,7 +24,7 @@ func TestKubectlEndpointsAndApplyPrune(t *testing.T) {
 	kubectl := kubectlEnv(t, cp.URL())
 	first := writeFile(t, "set.yaml", pruneSet)
 	// kubectl's default prune allowlist maps every kind it names before pruning: Endpoints now
-	// resolves; kinds Skiff does not serve yet (PersistentVolumeClaim, ReplicationController,
+	// resolves; kinds Skiff does not serve yet (ReplicationController,
 	// StatefulSet, Ingress, ...) still stop it, so the allowlist is given here.
 	out, err := kubectl("apply", "-f", first, "--prune", "-l", "set=prune-test")
 	if err != nil && (strings.Contains(out, "Kind=Endpoints") || strings.Contains(out, "Kind=ConfigMap")) {

@@ -19,6 +19,8 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/garbagecollector"
 	"github.com/skiff-sh/skiff/actors/controllers/job"
 	"github.com/skiff-sh/skiff/actors/controllers/nodelifecycle"
+	"github.com/skiff-sh/skiff/actors/controllers/persistentvolume"
+	"github.com/skiff-sh/skiff/actors/controllers/pvcprotection"
 	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
 	"github.com/skiff-sh/skiff/actors/controllers/serviceaccount"
 	"github.com/skiff-sh/skiff/actors/controllers/statefulset"
@@ -43,10 +45,12 @@ const (
 	Disruption       = "disruption"
 	Endpoints        = "endpoints"
 	StatefulSet      = "statefulset"
+	PersistentVolume = "persistentvolume-binder"
+	PVCProtection    = "pvc-protection"
 )
 
 // All lists every controller.
-var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints, StatefulSet}
+var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints, StatefulSet, PersistentVolume, PVCProtection}
 
 // Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
@@ -115,6 +119,10 @@ func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit
 			producers[i] = endpoints.New(cfg)
 		case StatefulSet:
 			producers[i] = statefulset.New(cfg)
+		case PersistentVolume:
+			producers[i] = persistentvolume.New(cfg)
+		case PVCProtection:
+			producers[i] = pvcprotection.New(cfg)
 		default:
 			return nil, fmt.Errorf("unknown controller %q (known: %v)", name, All)
 		}

@@ -275,6 +275,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	if err := cp.API.EnsureDefaultNamespaces(ctx); err != nil {
 		return fmt.Errorf("default namespaces: %w", err)
 	}
+	if err := cp.API.EnsureDefaultStorageClass(ctx); err != nil {
+		return fmt.Errorf("default storage class: %w", err)
+	}
 	if err := cp.startRBAC(ctx); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -30,6 +31,12 @@ func startAsUp(t *testing.T) *controlplane.ControlPlane {
 
 func secret(name, password string) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, StringData: map[string]string{"password": password}}
+}
+
+func claim(name string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 }
 
 // What a node reads off the state stream of Secrets is ciphertext, under the only consumer
@@ -157,10 +164,11 @@ func TestNodeGetsOnlyItsPodsSecrets(t *testing.T) {
 	mine.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "PW", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}}}
 	mine.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}}
+	mine.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
 	theirs := boundPod("api", "node-b")
 	theirs.Spec.Volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls"}}}}
 	for _, o := range []runtime.Object{secret("db", "hunter2"), secret("pull", "p"), secret("tls", "t"), secret("lonely", "l"),
-		configMap("cfg"), configMap("unused"), mine, theirs} {
+		configMap("cfg"), configMap("unused"), claim("data"), claim("other"), mine, theirs} {
 		if _, err := cp.Client.Create(ctx, o); err != nil {
 			t.Fatalf("create %T: %v", o, err)
 		}
@@ -168,11 +176,12 @@ func TestNodeGetsOnlyItsPodsSecrets(t *testing.T) {
 	a, b := joinAsNode(t, cp, "node-a"), joinAsNode(t, cp, "node-b")
 	secrets, _ := schemas.ByResource("", "v1", "secrets")
 	cms, _ := schemas.ByResource("", "v1", "configmaps")
+	pvcs, _ := schemas.ByResource("", "v1", "persistentvolumeclaims")
 	allowed := []struct {
 		n    *remoteNode
 		k    *schemas.Kind
 		name string
-	}{{a, secrets, "db"}, {a, secrets, "pull"}, {a, cms, "cfg"}, {b, secrets, "tls"}}
+	}{{a, secrets, "db"}, {a, secrets, "pull"}, {a, cms, "cfg"}, {b, secrets, "tls"}, {a, pvcs, "data"}}
 	for _, c := range allowed {
 		if _, err := c.n.client.Get(ctx, c.k, "default", c.name); err != nil {
 			t.Errorf("%s of a pod bound to the node: %v", c.name, err)
@@ -192,6 +201,8 @@ func TestNodeGetsOnlyItsPodsSecrets(t *testing.T) {
 		{a, secrets, "lonely", "no relationship found between node 'node-a' and this object"},
 		{b, secrets, "db", "no relationship found between node 'node-b' and this object"},
 		{a, cms, "unused", "no relationship found between node 'node-a' and this object"},
+		{a, pvcs, "other", "no relationship found between node 'node-a' and this object"},
+		{b, pvcs, "data", "no relationship found between node 'node-b' and this object"},
 	}
 	for _, c := range denied {
 		_, err := c.n.client.Get(ctx, c.k, "default", c.name)

@@ -15,6 +15,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,10 @@ type Config struct {
 	PodCIDR    string            // written into spec.podCIDR
 	Labels     map[string]string // extra node labels
 	DNS        DNSConfig         // pods' resolv.conf (dns.go)
+	// LocalPathDir holds the node's local-path volumes (the default StorageClass); it is
+	// published on the Node (skiff.io/local-path-dir). Default: local-path in the runtime's
+	// data directory.
+	LocalPathDir string
 
 	LeaseDuration      time.Duration // default 40 s
 	RenewInterval      time.Duration // lease renewal, default 10 s
@@ -97,6 +102,9 @@ func (c *Config) defaults() {
 	}
 	if c.NodeIP == "" {
 		c.NodeIP = firstIPv4()
+	}
+	if c.LocalPathDir == "" && c.Runtime != nil {
+		c.LocalPathDir = filepath.Join(c.Runtime.Root(), "local-path")
 	}
 }
 
@@ -145,7 +153,7 @@ func New(cfg Config) func() actorkit.Actor {
 		started:  map[types.UID]bool{},
 	}
 	k.probes = newProbeManager(k)
-	k.volumes = &volumes.Manager{PodDir: cfg.Runtime.PodDir, Objects: apiObjects{k}}
+	k.volumes = &volumes.Manager{PodDir: cfg.Runtime.PodDir, Objects: apiObjects{k}, Claims: apiObjects{k}, LocalPathDir: cfg.LocalPathDir}
 	k.pods.AddIndexer(informer.IndexNodeName, informer.PodNodeName)
 	return func() actorkit.Actor { return &kubeletActor{k: k} }
 }
@@ -241,6 +249,7 @@ func (k *kubelet) housekeeping(ctx context.Context) {
 	for {
 		k.removeOrphans(ctx)
 		k.resyncAll()
+		k.cleanLocalPath(ctx)
 		select {
 		case <-ctx.Done():
 			return

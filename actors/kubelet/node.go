@@ -11,6 +11,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/actors/nodeheartbeat"
+	"github.com/skiff-sh/skiff/schemas/defaults"
 )
 
 // heartbeat registers the Node, then renews its Lease every RenewInterval and posts the node
@@ -46,9 +47,13 @@ func (k *kubelet) ensureNode(ctx context.Context, hb *nodeheartbeat.Heartbeat) e
 	if err != nil {
 		return err
 	}
-	if k.cfg.PodCIDR != "" && node.Spec.PodCIDR == "" {
+	missingCIDR := k.cfg.PodCIDR != "" && node.Spec.PodCIDR == ""
+	if missingCIDR || node.Annotations[defaults.LocalPathDirAnnotation] != k.cfg.LocalPathDir {
 		next := node.DeepCopy()
-		next.Spec.PodCIDR, next.Spec.PodCIDRs = k.cfg.PodCIDR, []string{k.cfg.PodCIDR}
+		if missingCIDR {
+			next.Spec.PodCIDR, next.Spec.PodCIDRs = k.cfg.PodCIDR, []string{k.cfg.PodCIDR}
+		}
+		setLocalPathDir(&next.ObjectMeta, k.cfg.LocalPathDir)
 		out, err := k.client.Update(ctx, next)
 		if err != nil {
 			return err
@@ -75,10 +80,20 @@ func (k *kubelet) newNode() *corev1.Node {
 		labels[key] = v
 	}
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: k.cfg.NodeName, Labels: labels}}
+	setLocalPathDir(&n.ObjectMeta, k.cfg.LocalPathDir)
 	if k.cfg.PodCIDR != "" {
 		n.Spec.PodCIDR, n.Spec.PodCIDRs = k.cfg.PodCIDR, []string{k.cfg.PodCIDR}
 	}
 	return n
+}
+
+// setLocalPathDir publishes where the node keeps local-path volumes, for the provisioner (the
+// PersistentVolume controller) and the scheduler.
+func setLocalPathDir(m *metav1.ObjectMeta, dir string) {
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[defaults.LocalPathDirAnnotation] = dir
 }
 
 // setNodeStatus fills what the heartbeat does not: capacity, addresses, node info.

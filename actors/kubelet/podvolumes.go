@@ -31,6 +31,44 @@ func (a apiObjects) Secret(ctx context.Context, ns, name string) (*corev1.Secret
 	return o.(*corev1.Secret), nil
 }
 
+func (a apiObjects) PersistentVolumeClaim(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	o, err := a.k.getObject(ctx, "persistentvolumeclaims", ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*corev1.PersistentVolumeClaim), nil
+}
+
+func (a apiObjects) PersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	o, err := a.k.getObject(ctx, "persistentvolumes", "", name)
+	if err != nil {
+		return nil, err
+	}
+	return o.(*corev1.PersistentVolume), nil
+}
+
+// cleanLocalPath removes the directories of deleted local-path volumes whose claim no pod of
+// this node names any more.
+func (k *kubelet) cleanLocalPath(ctx context.Context) {
+	inUse := func(ns, claim string) bool {
+		for _, p := range k.ownPods() {
+			for _, v := range p.Spec.Volumes {
+				if p.Namespace == ns && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	removed, err := k.volumes.CleanLocalPath(ctx, inUse)
+	for _, dir := range removed {
+		k.cfg.Logger.Info("kubelet: removed the data of a deleted local-path volume", "node", k.cfg.NodeName, "dir", dir)
+	}
+	if err != nil {
+		k.cfg.Logger.Warn("kubelet: local-path cleanup", "node", k.cfg.NodeName, "err", err)
+	}
+}
+
 // podSetup is what a sync prepared for the pod's containers: its sandbox and its volumes (or
 // why they could not be set up).
 type podSetup struct {

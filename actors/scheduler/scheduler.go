@@ -46,6 +46,7 @@ type state struct {
 	cfg      Config
 	pods     informer.Typed[*corev1.Pod]
 	nodes    informer.Typed[*corev1.Node]
+	vols     *volumeState
 	recorder *events.Recorder
 }
 
@@ -59,7 +60,9 @@ func NewActor(cfg Config) func() actorkit.Actor {
 	}
 	st := &state{cfg: cfg, recorder: events.New(cfg.Client, Name, ""),
 		pods:  informer.Shared[*corev1.Pod](cfg.Informers, "", "pods"),
-		nodes: informer.Shared[*corev1.Node](cfg.Informers, "", "nodes")}
+		nodes: informer.Shared[*corev1.Node](cfg.Informers, "", "nodes"),
+		vols:  newVolumeState(cfg.Informers)}
+	st.cfg.Options.Volumes = st.vols.podVolumes
 	return func() actorkit.Actor { return &schedulerActor{st: st} }
 }
 
@@ -110,9 +113,12 @@ func (a *schedulerActor) start(ctx actorkit.Context) {
 	a.subs = []*informer.Subscription{
 		informer.Subscribe(sys, self, st.nodes.Informer()),
 		informer.Subscribe(sys, self, st.pods.Informer()),
+		informer.Subscribe(sys, self, st.vols.claims.Informer()),
+		informer.Subscribe(sys, self, st.vols.volumes.Informer()),
 	}
 	actorkit.Go(ctx, "wait for caches", func(run context.Context) {
-		if st.nodes.WaitForSync(run) && st.pods.WaitForSync(run) {
+		if st.nodes.WaitForSync(run) && st.pods.WaitForSync(run) && st.vols.claims.WaitForSync(run) &&
+			st.vols.volumes.WaitForSync(run) && st.vols.classes.WaitForSync(run) {
 			sys.Send(self, &cachesSynced{by: a})
 		}
 	})
@@ -156,6 +162,12 @@ func (a *schedulerActor) handle(ev *informer.Event) {
 		old, _ := ev.Old.(*corev1.Pod)
 		countEvent("pods", ev.Type)
 		a.onPod(ev.Type, old, obj)
+	case *corev1.PersistentVolumeClaim:
+		countEvent("persistentvolumeclaims", ev.Type)
+		a.onVolumeObject(ev.Type)
+	case *corev1.PersistentVolume:
+		countEvent("persistentvolumes", ev.Type)
+		a.onVolumeObject(ev.Type)
 	}
 }
 

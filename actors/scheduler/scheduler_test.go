@@ -152,6 +152,12 @@ func TestSchedulerBindsAndExplainsWhatDoesNotFit(t *testing.T) {
 // waitUnschedulable waits for the pod's PodScheduled=False condition and checks its message.
 func waitUnschedulable(t *testing.T, cp *controlplane.ControlPlane, name, want string) {
 	t.Helper()
+	waitUnschedulableMsg(t, cp, name, want, func(msg string) bool { return msg == want })
+}
+
+// waitUnschedulableMsg waits for a PodScheduled=False condition whose message ok accepts.
+func waitUnschedulableMsg(t *testing.T, cp *controlplane.ControlPlane, name, want string, ok func(msg string) bool) {
+	t.Helper()
 	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		o, err := cp.Client.Get(context.Background(), podsKind(), "default", name)
 		if err != nil {
@@ -159,7 +165,7 @@ func waitUnschedulable(t *testing.T, cp *controlplane.ControlPlane, name, want s
 		}
 		for _, c := range o.(*corev1.Pod).Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				if c.Message != want {
+				if !ok(c.Message) {
 					return fmt.Errorf("condition message %q, want %q", c.Message, want)
 				}
 				return nil

@@ -106,7 +106,12 @@ func (a *schedulerActor) scheduleOne(ctx context.Context, k string) {
 }
 
 func (a *schedulerActor) bind(ctx context.Context, k string, pod *corev1.Pod, node string, start time.Time) {
-	err := a.st.cfg.Client.Bind(ctx, pod.Namespace, pod.Name, node)
+	err := a.selectNode(ctx, pod, node)
+	if err != nil {
+		a.bindFailed(ctx, k, pod, err)
+		return
+	}
+	err = a.st.cfg.Client.Bind(ctx, pod.Namespace, pod.Name, node)
 	switch {
 	case err == nil:
 		observeAttempt(resultScheduled, start)
@@ -124,6 +129,11 @@ func (a *schedulerActor) bind(ctx context.Context, k string, pod *corev1.Pod, no
 		return
 	}
 	observeAttempt(resultError, start)
+	a.bindFailed(ctx, k, pod, err)
+}
+
+// bindFailed undoes the assumption and retries the pod with back-off.
+func (a *schedulerActor) bindFailed(ctx context.Context, k string, pod *corev1.Pod, err error) {
 	a.cache.Forget(pod)
 	if ctx.Err() != nil {
 		return // the incarnation ends; the next one resyncs

@@ -10,6 +10,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -42,6 +43,12 @@ func Default(obj runtime.Object) {
 		EndpointSlice(o)
 	case *corev1.Endpoints:
 		Endpoints(o)
+	case *corev1.PersistentVolume:
+		PersistentVolume(o)
+	case *corev1.PersistentVolumeClaim:
+		PersistentVolumeClaim(o)
+	case *storagev1.StorageClass:
+		StorageClass(o)
 	case *rbacv1.RoleBinding:
 		Subjects(o.Subjects)
 	case *rbacv1.ClusterRoleBinding:

@@ -9,9 +9,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/skiff-sh/skiff/schemas/defaults"
 	"github.com/skiff-sh/skiff/schemas/printers"
 )
 
@@ -49,20 +52,23 @@ func names(t *metav1.Table, wide bool) []string {
 
 func TestColumns(t *testing.T) {
 	cases := map[string][]string{
-		"pods":            {"Name", "Ready", "Status", "Restarts", "Age"},
-		"deployments":     {"Name", "Ready", "Up-to-date", "Available", "Age"},
-		"services":        {"Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age"},
-		"nodes":           {"Name", "Status", "Roles", "Age", "Version"},
-		"replicasets":     {"Name", "Desired", "Current", "Ready", "Age"},
-		"daemonsets":      {"Name", "Desired", "Current", "Ready", "Up-to-date", "Available", "Node Selector", "Age"},
-		"namespaces":      {"Name", "Status", "Age"},
-		"events":          {"Last Seen", "Type", "Reason", "Object", "Message"},
-		"endpointslices":  {"Name", "AddressType", "Ports", "Endpoints", "Age"},
-		"leases":          {"Name", "Holder", "Age"},
-		"configmaps":      {"Name", "Data", "Age"},
-		"secrets":         {"Name", "Type", "Data", "Age"},
-		"serviceaccounts": {"Name", "Secrets", "Age"},
-		"widgets":         {"Name", "Age"},
+		"pods":                   {"Name", "Ready", "Status", "Restarts", "Age"},
+		"deployments":            {"Name", "Ready", "Up-to-date", "Available", "Age"},
+		"services":               {"Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age"},
+		"nodes":                  {"Name", "Status", "Roles", "Age", "Version"},
+		"replicasets":            {"Name", "Desired", "Current", "Ready", "Age"},
+		"daemonsets":             {"Name", "Desired", "Current", "Ready", "Up-to-date", "Available", "Node Selector", "Age"},
+		"namespaces":             {"Name", "Status", "Age"},
+		"events":                 {"Last Seen", "Type", "Reason", "Object", "Message"},
+		"endpointslices":         {"Name", "AddressType", "Ports", "Endpoints", "Age"},
+		"leases":                 {"Name", "Holder", "Age"},
+		"configmaps":             {"Name", "Data", "Age"},
+		"secrets":                {"Name", "Type", "Data", "Age"},
+		"serviceaccounts":        {"Name", "Secrets", "Age"},
+		"persistentvolumes":      {"Name", "Capacity", "Access Modes", "Reclaim Policy", "Status", "Claim", "StorageClass", "VolumeAttributesClass", "Reason", "Age"},
+		"persistentvolumeclaims": {"Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass", "VolumeAttributesClass", "Age"},
+		"storageclasses":         {"Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode", "AllowVolumeExpansion", "Age"},
+		"widgets":                {"Name", "Age"},
 	}
 	for res, want := range cases {
 		if got := names(printers.Table(res, nil, now), false); !reflect.DeepEqual(got, want) {
@@ -175,6 +181,23 @@ func TestOtherRows(t *testing.T) {
 		{"configmaps", &corev1.ConfigMap{ObjectMeta: om("cm"), Data: map[string]string{"a": "", "b": ""}, BinaryData: map[string][]byte{"c": nil}}, []any{"cm", int64(3), "4h"}},
 		{"secrets", &corev1.Secret{ObjectMeta: om("s"), Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"a": nil}}, []any{"s", "Opaque", int64(1), "4h"}},
 		{"serviceaccounts", &corev1.ServiceAccount{ObjectMeta: om("default"), Secrets: []corev1.ObjectReference{{Name: "t"}}}, []any{"default", int64(1), "4h"}},
+		{"persistentvolumes", &corev1.PersistentVolume{ObjectMeta: om("pv1"), Spec: corev1.PersistentVolumeSpec{
+			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod, corev1.ReadWriteOnce}, PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			ClaimRef: &corev1.ObjectReference{Namespace: "default", Name: "data"}, StorageClassName: "local-path", VolumeMode: ptr(corev1.PersistentVolumeFilesystem)},
+			Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}},
+			[]any{"pv1", "1Gi", "RWO,RWOP", "Delete", "Bound", "default/data", "local-path", "<unset>", "", "4h", "Filesystem"}},
+		{"persistentvolumeclaims", &corev1.PersistentVolumeClaim{ObjectMeta: om("pending"), Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr("local-path")},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending}},
+			[]any{"pending", "Pending", "", "", "", "local-path", "<unset>", "4h", "<unset>"}},
+		{"persistentvolumeclaims", &corev1.PersistentVolumeClaim{ObjectMeta: om("data"), Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv1"},
+			Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}}},
+			[]any{"data", "Bound", "pv1", "2Gi", "RWO", "", "<unset>", "4h", "<unset>"}},
+		{"storageclasses", &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local-path", CreationTimestamp: om("x").CreationTimestamp,
+			Annotations: map[string]string{defaults.DefaultClassAnnotation: "true"}}, Provisioner: "skiff.io/local-path",
+			VolumeBindingMode: ptr(storagev1.VolumeBindingWaitForFirstConsumer)},
+			[]any{"local-path (default)", "skiff.io/local-path", "Delete", "WaitForFirstConsumer", false, "4h"}},
 		{"widgets", &corev1.ConfigMap{ObjectMeta: om("w")}, []any{"w", "4h"}},
 		// An object of the wrong type for the resource falls back to NAME AGE, padded.
 		{"namespaces", &corev1.ConfigMap{ObjectMeta: om("odd")}, []any{"odd", "4h", ""}},

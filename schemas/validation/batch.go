@@ -148,17 +148,8 @@ func completionMode(s *batchv1.JobSpec, p *field.Path) field.ErrorList {
 // unsupportedJobFields refuses what Skiff's Job controller does not implement, rather than
 // accepting a Job it would run differently from what was asked.
 func unsupportedJobFields(s *batchv1.JobSpec, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if s.SuccessPolicy != nil {
-		errs = append(errs, field.Forbidden(p.Child("successPolicy"), "is not supported by Skiff's Job controller"))
-	}
-	if s.BackoffLimitPerIndex != nil {
-		errs = append(errs, field.Forbidden(p.Child("backoffLimitPerIndex"), "is not supported by Skiff's Job controller"))
-	}
-	if s.MaxFailedIndexes != nil {
-		errs = append(errs, field.Forbidden(p.Child("maxFailedIndexes"), "is not supported by Skiff's Job controller"))
-	}
-	return errs
+	return forbidSet(p, "is not supported by Skiff's Job controller", optionalField{"successPolicy", s.SuccessPolicy != nil},
+		optionalField{"backoffLimitPerIndex", s.BackoffLimitPerIndex != nil}, optionalField{"maxFailedIndexes", s.MaxFailedIndexes != nil})
 }
 
 func managedBy(v string, p *field.Path) field.ErrorList {

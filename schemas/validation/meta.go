@@ -149,3 +149,21 @@ func quote(vs []string) []string {
 func labelKey(k string, p *field.Path) field.ErrorList {
 	return metav1validation.ValidateLabelName(k, p)
 }
+
+// optionalField is a field that may be refused when set (see forbidSet).
+type optionalField struct {
+	name string
+	set  bool
+}
+
+// forbidSet refuses, with msg, each of fields (children of p) that is set: what Skiff does
+// not implement is refused, never accepted and ignored.
+func forbidSet(p *field.Path, msg string, fields ...optionalField) field.ErrorList {
+	var errs field.ErrorList
+	for _, f := range fields {
+		if f.set {
+			errs = append(errs, field.Forbidden(p.Child(f.name), msg))
+		}
+	}
+	return errs
+}

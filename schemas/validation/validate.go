@@ -14,6 +14,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -38,6 +39,12 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return Secret(o)
 	case *corev1.ServiceAccount:
 		return ServiceAccount(o)
+	case *corev1.PersistentVolume:
+		return PersistentVolume(o)
+	case *corev1.PersistentVolumeClaim:
+		return PersistentVolumeClaim(o)
+	case *storagev1.StorageClass:
+		return StorageClass(o)
 	case *appsv1.Deployment:
 		return Deployment(o)
 	case *appsv1.ReplicaSet:
@@ -119,6 +126,18 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	case *corev1.ServiceAccount:
 		if o, ok := oldObj.(*corev1.ServiceAccount); ok {
 			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+		}
+	case *corev1.PersistentVolume:
+		if o, ok := oldObj.(*corev1.PersistentVolume); ok {
+			return append(errs, persistentVolumeUpdate(n, o)...)
+		}
+	case *corev1.PersistentVolumeClaim:
+		if o, ok := oldObj.(*corev1.PersistentVolumeClaim); ok {
+			return append(errs, persistentVolumeClaimUpdate(n, o)...)
+		}
+	case *storagev1.StorageClass:
+		if o, ok := oldObj.(*storagev1.StorageClass); ok {
+			return append(errs, storageClassUpdate(n, o)...)
 		}
 	case *appsv1.Deployment:
 		if o, ok := oldObj.(*appsv1.Deployment); ok {

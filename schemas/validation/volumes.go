@@ -11,7 +11,7 @@ import (
 // The volume types and projection sources Skiff's kubelet makes real; any other is refused
 // here, never accepted and then ignored by the node.
 var (
-	supportedVolumes     = []string{"configMap", "downwardAPI", "emptyDir", "hostPath", "projected", "secret"}
+	supportedVolumes     = []string{"configMap", "downwardAPI", "emptyDir", "hostPath", "persistentVolumeClaim", "projected", "secret"}
 	supportedProjections = []string{"configMap", "downwardAPI", "secret", "serviceAccountToken"}
 )
 
@@ -55,6 +55,8 @@ func volumeSource(s *corev1.VolumeSource, p *field.Path) field.ErrorList {
 		errs = append(errs, downwardItems(s.DownwardAPI.Items, dp.Child("items"))...)
 	case s.Projected != nil:
 		errs = append(errs, projected(s.Projected, p.Child("projected"))...)
+	case s.PersistentVolumeClaim != nil:
+		errs = append(errs, required(s.PersistentVolumeClaim.ClaimName, p.Child("persistentVolumeClaim", "claimName"))...)
 	}
 	return errs
 }

@@ -34,8 +34,10 @@ func TestVolumeRules(t *testing.T) {
 					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}},
 			}
 		}},
-		{"pvc refused", "spec.volumes[0].persistentVolumeClaim", `Unsupported value: "persistentVolumeClaim": supported values: "configMap", "downwardAPI", "emptyDir", "hostPath", "projected", "secret"`,
-			vol(corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}})},
+		{"pvc accepted", "", "", vol(corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}})},
+		{"pvc without claim", "spec.volumes[0].persistentVolumeClaim.claimName", "Required value", vol(corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{}})},
+		{"nfs refused", "spec.volumes[0].nfs", `Unsupported value: "nfs": supported values: "configMap", "downwardAPI", "emptyDir", "hostPath", "persistentVolumeClaim", "projected", "secret"`,
+			vol(corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "s", Path: "/x"}})},
 		{"csi refused", "spec.volumes[0].csi", "Unsupported value", vol(corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d"}})},
 		{"ephemeral refused", "spec.volumes[0].ephemeral", "Unsupported value", vol(corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}})},
 		{"image refused", "spec.volumes[0].image", "Unsupported value", vol(corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "x"}})},

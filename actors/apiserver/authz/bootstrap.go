@@ -22,7 +22,7 @@ var (
 	write = []string{"create", "update", "patch", "delete", "deletecollection"}
 	all   = []string{"*"}
 	// The groups Skiff serves, for rules that cover "everything of the built-in kinds".
-	servedGroups = []string{"", "apps", "batch", "discovery.k8s.io", "coordination.k8s.io", "policy"}
+	servedGroups = []string{"", "apps", "batch", "discovery.k8s.io", "coordination.k8s.io", "policy", "storage.k8s.io"}
 )
 
 // exportSpans lets a component send its spans to the embedded span store (OTLP/HTTP path).
@@ -33,7 +33,7 @@ func rule(verbs, groups, resources []string) rbacv1.PolicyRule {
 }
 
 func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
-	core := []string{"pods", "pods/log", "services", "endpoints", "configmaps", "events", "serviceaccounts"}
+	core := []string{"pods", "pods/log", "services", "endpoints", "configmaps", "events", "serviceaccounts", "persistentvolumeclaims"}
 	if withSecrets {
 		core = append(core, "secrets")
 	}
@@ -53,7 +53,7 @@ func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
 		rule(verbs, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 		rule(verbs, []string{"coordination.k8s.io"}, []string{"leases"}),
 		rule(verbs, []string{"policy"}, []string{"poddisruptionbudgets"}),
-		rule(read, []string{""}, []string{"namespaces", "pods/status", "services/status"}),
+		rule(read, []string{""}, []string{"namespaces", "pods/status", "services/status", "persistentvolumeclaims/status"}),
 		rule(read, []string{"policy"}, []string{"poddisruptionbudgets/status"}),
 		rule(read, []string{"apps"}, []string{"deployments/status", "replicasets/status", "daemonsets/status", "statefulsets/status"}),
 		rule(read, []string{"batch"}, []string{"jobs/status", "cronjobs/status"}),
@@ -89,6 +89,9 @@ func BootstrapPolicy() []runtime.Object {
 			// (NodeRestriction's rule: bound to a pod on this node running as that account).
 			rule([]string{"get"}, []string{""}, []string{"serviceaccounts"}),
 			rule([]string{"create"}, []string{""}, []string{"serviceaccounts/token"}),
+			// The volumes of its pods' claims, to mount them, and of deleted local-path volumes,
+			// to remove their data (the claims themselves are the node authorizer's, node.go).
+			rule([]string{"get"}, []string{""}, []string{"persistentvolumes"}),
 			exportSpans,
 		},
 		// What a workload's ServiceAccount may read of the issuer (kube binds it to every account).
@@ -99,6 +102,8 @@ func BootstrapPolicy() []runtime.Object {
 			rule(read, all, all),
 			rule([]string{"create"}, []string{""}, []string{"pods/binding"}),
 			rule([]string{"update", "patch"}, []string{""}, []string{"pods/status"}),
+			// The node it picks for a WaitForFirstConsumer claim (kube's volume-scheduler role).
+			rule([]string{"update", "patch"}, []string{""}, []string{"persistentvolumeclaims"}),
 			rule([]string{"create", "update", "patch"}, []string{""}, []string{"events"}),
 			rule([]string{"create", "update", "patch", "get"}, []string{"coordination.k8s.io"}, []string{"leases"}),
 		},
@@ -109,7 +114,8 @@ func BootstrapPolicy() []runtime.Object {
 			rule(read, all, all),
 			rule([]string{"delete"}, all, all), // the garbage collector removes dependents of any kind
 			rule(all, []string{""}, []string{"pods", "pods/status", "pods/binding", "nodes", "nodes/status", "namespaces", "namespaces/status", "namespaces/finalize",
-				"services", "services/status", "endpoints", "configmaps", "events", "serviceaccounts"}),
+				"services", "services/status", "endpoints", "configmaps", "events", "serviceaccounts",
+				"persistentvolumes", "persistentvolumes/status", "persistentvolumeclaims", "persistentvolumeclaims/status"}),
 			rule(all, []string{"apps"}, []string{"deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale",
 				"daemonsets", "daemonsets/status", "statefulsets", "statefulsets/status", "statefulsets/scale", "controllerrevisions"}),
 			rule(all, []string{"batch"}, []string{"jobs", "jobs/status", "cronjobs", "cronjobs/status"}),

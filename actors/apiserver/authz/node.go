@@ -16,8 +16,8 @@ import (
 	"github.com/skiff-sh/skiff/schemas"
 )
 
-// Node authorizes what node identities read of Secrets and ConfigMaps, as Kubernetes' node
-// authorizer does: a node may get one only while a pod bound to it references it (env,
+// Node authorizes what node identities read of Secrets, ConfigMaps and
+// PersistentVolumeClaims, as Kubernetes' node authorizer does: a node may get one only while a pod bound to it references it (env,
 // envFrom, volumes, image pull secrets), and may never list or watch them. Its decision on
 // reads of those kinds is final, whatever RBAC grants (clusters bootstrapped before this kept a
 // system:node role that granted read on both); every other request goes to Next.
@@ -28,7 +28,8 @@ type Node struct {
 }
 
 // nodeScoped are the kinds only the pod graph grants to a node.
-var nodeScoped = map[string]func(*corev1.Pod) []string{"secrets": podSecretNames, "configmaps": podConfigMapNames}
+var nodeScoped = map[string]func(*corev1.Pod) []string{"secrets": podSecretNames, "configmaps": podConfigMapNames,
+	"persistentvolumeclaims": podClaimNames}
 
 var readVerbs = map[string]bool{"get": true, "list": true, "watch": true}
 

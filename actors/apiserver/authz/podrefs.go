@@ -123,3 +123,14 @@ func pluginSecretRefs(vs corev1.VolumeSource) []*corev1.LocalObjectReference {
 	}
 	return refs
 }
+
+// podClaimNames are the PersistentVolumeClaims the pod's volumes name.
+func podClaimNames(p *corev1.Pod) []string {
+	var out []string
+	for _, v := range p.Spec.Volumes {
+		if c := v.PersistentVolumeClaim; c != nil && c.ClaimName != "" {
+			out = append(out, c.ClaimName)
+		}
+	}
+	return out
+}

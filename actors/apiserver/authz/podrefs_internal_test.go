@@ -32,6 +32,7 @@ func TestPodReferences(t *testing.T) {
 			{VolumeSource: corev1.VolumeSource{RBD: &corev1.RBDVolumeSource{SecretRef: refp("s-rbd")}}},
 			{VolumeSource: corev1.VolumeSource{AzureFile: &corev1.AzureFileVolumeSource{SecretName: "s-azure"}}},
 			{VolumeSource: corev1.VolumeSource{CephFS: &corev1.CephFSVolumeSource{}}}, // no secretRef: nothing
+			{VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
 		},
 	}}
 	wantS := []string{"s-azure", "s-csi", "s-env", "s-eph", "s-init", "s-proj", "s-pull", "s-rbd", "s-vol"}
@@ -41,5 +42,8 @@ func TestPodReferences(t *testing.T) {
 	slices.Sort(gotC)
 	if !slices.Equal(gotS, wantS) || !slices.Equal(gotC, wantC) {
 		t.Fatalf("secrets %v (want %v), configmaps %v (want %v)", gotS, wantS, gotC, wantC)
+	}
+	if got := podClaimNames(p); !slices.Equal(got, []string{"data"}) {
+		t.Fatalf("claims %v", got)
 	}
 }

@@ -153,6 +153,9 @@ func (r *Runtime) podDir(podUID string) string {
 	return filepath.Join(r.o.Root, "pods", safeName(podUID))
 }
 
+// Root is the runtime's data directory (Options.Root), which holds the pod directories.
+func (r *Runtime) Root() string { return r.o.Root }
+
 // PodDir is the directory of the pod's files; the agent keeps its volumes under it, and
 // StopSandbox unmounts and removes all of it.
 func (r *Runtime) PodDir(podUID string) string { return r.podDir(podUID) }

@@ -33,11 +33,14 @@ type Objects interface {
 type TokenSource func(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection) ([]byte, error)
 
 // Manager sets up pods' volumes. Its fields are required but Token (nil: serviceAccountToken
-// sources are refused).
+// sources are refused) and Claims (nil: persistentVolumeClaim volumes are refused).
 type Manager struct {
 	PodDir  func(podUID string) string
 	Objects Objects
 	Token   TokenSource
+	Claims  Claims
+	// LocalPathDir holds this node's local-path volumes (see localpath.go).
+	LocalPathDir string
 }
 
 // Volume is one set-up volume of a pod.
@@ -106,6 +109,8 @@ func (m *Manager) setup(ctx context.Context, pod *corev1.Pod, v *corev1.Volume, 
 		})
 	case src.Projected != nil:
 		return m.apiData(pod, "projected", v.Name, true, func() (map[string]File, error) { return m.projectedFiles(ctx, pod, src.Projected, n) })
+	case src.PersistentVolumeClaim != nil:
+		return m.claim(ctx, pod, src.PersistentVolumeClaim)
 	}
 	return Volume{}, fmt.Errorf("volume type not supported by this node")
 }

@@ -22,6 +22,8 @@ type Cycle struct {
 	// existing pods' anti-affinity beyond their node: topology key → domains the pod
 	// may not join.
 	existingForbid map[string]map[string]bool
+	volumes        VolumeLister
+	vols           *PodVolumes // the pod's claims' constraints (VolumeBinding's PreFilter)
 	// The filters to run (indexes into filters), without those a PreFilter skipped.
 	active    []int8
 	activeBuf [32]int8
@@ -42,8 +44,8 @@ type spreadConstraint struct {
 	min     int
 }
 
-func newCycle(s *Snapshot, pod *v1.Pod) (*Cycle, error) {
-	cy := &Cycle{pod: pod, pi: newPodInfo(pod), reqAff: nodeaffinity.GetRequiredNodeAffinity(pod)}
+func newCycle(s *Snapshot, pod *v1.Pod, volumes VolumeLister) (*Cycle, error) {
+	cy := &Cycle{pod: pod, pi: newPodInfo(pod), reqAff: nodeaffinity.GetRequiredNodeAffinity(pod), volumes: volumes}
 	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
 		p, err := nodeaffinity.NewPreferredSchedulingTerms(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 		if err != nil {

@@ -14,6 +14,8 @@ type EventResource uint8
 const (
 	ResourceNode        EventResource = iota + 1
 	ResourceAssignedPod               // a pod bound to a node
+	ResourceVolume                    // a PersistentVolumeClaim or PersistentVolume
+	numResources
 )
 
 // ActionType is what happened to the object; an update carries the parts that changed.
@@ -26,6 +28,7 @@ const (
 	UpdateNodeLabel
 	UpdateNodeTaint // taints or spec.unschedulable
 	UpdatePodLabel
+	Update // any other update (claims and volumes)
 
 	UpdateNode = UpdateNodeAllocatable | UpdateNodeLabel | UpdateNodeTaint
 )
@@ -41,8 +44,11 @@ type ClusterEvent struct {
 // Label names the event in metrics and logs, as kube-scheduler's queue metrics do.
 func (e *ClusterEvent) Label() string {
 	res := "Node"
-	if e.Resource == ResourceAssignedPod {
+	switch e.Resource {
+	case ResourceAssignedPod:
 		res = "AssignedPod"
+	case ResourceVolume:
+		res = "Volume"
 	}
 	switch {
 	case e.Action&Add != 0:
@@ -80,7 +86,8 @@ func NodeChange(old, n *v1.Node) ActionType {
 	if !maps.EqualFunc(old.Status.Allocatable, n.Status.Allocatable, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 }) {
 		a |= UpdateNodeAllocatable
 	}
-	if !maps.Equal(old.Labels, n.Labels) {
+	// Annotations count as labels: VolumeBinding reads the node's local-path annotation.
+	if !maps.Equal(old.Labels, n.Labels) || !maps.Equal(old.Annotations, n.Annotations) {
 		a |= UpdateNodeLabel
 	}
 	if old.Spec.Unschedulable != n.Spec.Unschedulable || !slices.EqualFunc(old.Spec.Taints, n.Spec.Taints, sameTaint) {
@@ -118,7 +125,7 @@ func AssignedPodEvents(old, p *v1.Pod) []ClusterEvent {
 
 // registered holds each filter's Events; interest[r], per filter, the actions on resource r
 // it registered for.
-var registered, interest = func() (regs [][]EventHint, m [ResourceAssignedPod + 1][]ActionType) {
+var registered, interest = func() (regs [][]EventHint, m [numResources][]ActionType) {
 	for r := range m {
 		m[r] = make([]ActionType, len(filters))
 	}

@@ -15,6 +15,7 @@ var (
 	_ FilterPlugin = nodeAffinityPlugin{}
 	_ FilterPlugin = nodePorts{}
 	_ FilterPlugin = nodeResourcesFit{}
+	_ FilterPlugin = volumeBinding{}
 	_ FilterPlugin = podTopologySpread{}
 	_ FilterPlugin = interPodAffinity{}
 	_ ScorePlugin  = taintToleration{}

@@ -48,7 +48,7 @@ const (
 // the first that rejects it, as in kube-scheduler; Options.Weights names the score plugins.
 var Plugins = []Plugin{
 	nodeUnschedulable{}, nodeName{}, taintToleration{}, nodeAffinityPlugin{}, nodePorts{},
-	nodeResourcesFit{}, podTopologySpread{}, interPodAffinity{},
+	nodeResourcesFit{}, volumeBinding{}, podTopologySpread{}, interPodAffinity{},
 	leastAllocated{}, balancedAllocation{}, selectorSpread{},
 }
 

@@ -49,6 +49,9 @@ type Options struct {
 	Weights map[string]int64
 	// IntN picks a winner among tied nodes; nil uses math/rand/v2.
 	IntN func(n int) int
+	// Volumes reads what a pod's claims ask of a node (VolumeBinding); nil: the plugin
+	// checks nothing.
+	Volumes VolumeLister
 }
 
 func (o *Options) weight(plugin string) int64 {
@@ -108,7 +111,7 @@ func Schedule(s *Snapshot, pod *v1.Pod, opts Options) (Result, error) {
 	if n == 0 {
 		return Result{}, &FitError{Reasons: map[string]int{}}
 	}
-	cy, err := newCycle(s, pod)
+	cy, err := newCycle(s, pod, opts.Volumes)
 	if err != nil {
 		return Result{}, err
 	}

@@ -33,6 +33,7 @@ func main() {
 		showVersion   = flag.Bool("version", false, "print the version and exit")
 		probe         = flag.String("probe", "", "GET this URL, exit 0 on a 2xx/3xx answer, 1 otherwise")
 		cat           = flag.String("cat", "", "print this file (- for stdin) and exit")
+		write         = flag.String("write", "", "write stdin to this file and exit")
 		exitAfter     = flag.Duration("exit-after", envDuration("EXIT_AFTER"), "exit after this long (0: never)")
 		exitCode      = flag.Int("exit-code", envInt("EXIT_CODE", 0), "exit code for -exit-after")
 		ignoreSigterm = flag.Bool("ignore-sigterm", os.Getenv("IGNORE_SIGTERM") == "1", "ignore SIGTERM (tests of the kill escalation)")
@@ -49,6 +50,8 @@ func main() {
 		os.Exit(runProbe(*probe))
 	case *cat != "":
 		os.Exit(runCat(*cat))
+	case *write != "":
+		os.Exit(runWrite(*write))
 	case *udpProbe != "":
 		os.Exit(runUDPProbe(*udpProbe))
 	}
@@ -269,6 +272,18 @@ func runCat(path string) int {
 		r = f
 	}
 	if _, err := io.Copy(os.Stdout, r); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func runWrite(path string) int {
+	data, err := io.ReadAll(os.Stdin)
+	if err == nil {
+		err = os.WriteFile(path, data, 0o644)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
