@@ -28,9 +28,13 @@ func PodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
 	names := sets.New[string]()
 	for i := range s.InitContainers {
 		errs = append(errs, container(&s.InitContainers[i], p.Child("initContainers").Index(i), names, volumes)...)
+		errs = append(errs, initContainer(&s.InitContainers[i], p.Child("initContainers").Index(i))...)
 	}
 	for i := range s.Containers {
 		errs = append(errs, container(&s.Containers[i], p.Child("containers").Index(i), names, volumes)...)
+		if s.Containers[i].RestartPolicy != nil {
+			errs = append(errs, field.Forbidden(p.Child("containers").Index(i).Child("restartPolicy"), "may not be set for non-init containers"))
+		}
 	}
 	errs = append(errs, oneOf(s.RestartPolicy, p.Child("restartPolicy"),
 		corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
@@ -144,8 +148,37 @@ func container(c *corev1.Container, p *field.Path, names, volumes sets.Set[strin
 	errs = append(errs, probe(c.LivenessProbe, p.Child("livenessProbe"), true)...)
 	errs = append(errs, probe(c.ReadinessProbe, p.Child("readinessProbe"), false)...)
 	errs = append(errs, probe(c.StartupProbe, p.Child("startupProbe"), true)...)
+	if l := c.Lifecycle; l != nil {
+		// Accepting hooks the node does not run would start containers without them.
+		if l.PostStart != nil {
+			errs = append(errs, field.Forbidden(p.Child("lifecycle", "postStart"), "lifecycle hooks are not supported by Skiff's kubelet yet"))
+		}
+		if l.PreStop != nil {
+			errs = append(errs, field.Forbidden(p.Child("lifecycle", "preStop"), "lifecycle hooks are not supported by Skiff's kubelet yet"))
+		}
+		if l.StopSignal != nil {
+			errs = append(errs, field.Forbidden(p.Child("lifecycle", "stopSignal"), "stop signals are not supported by Skiff's kubelet yet"))
+		}
+	}
+	return errs
+}
+
+// initContainer checks what only an init container may have, as Kubernetes: restartPolicy
+// Always (a sidecar), and only then probes and lifecycle hooks.
+func initContainer(c *corev1.Container, p *field.Path) field.ErrorList {
 	if c.RestartPolicy != nil {
-		errs = append(errs, oneOf(*c.RestartPolicy, p.Child("restartPolicy"), corev1.ContainerRestartPolicyAlways)...)
+		return oneOf(*c.RestartPolicy, p.Child("restartPolicy"), corev1.ContainerRestartPolicyAlways)
+	}
+	var errs field.ErrorList
+	const msg = "may not be set for init containers without restartPolicy=Always"
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"lifecycle", c.Lifecycle != nil}, {"livenessProbe", c.LivenessProbe != nil},
+		{"readinessProbe", c.ReadinessProbe != nil}, {"startupProbe", c.StartupProbe != nil}} {
+		if f.set {
+			errs = append(errs, field.Forbidden(p.Child(f.name), msg))
+		}
 	}
 	return errs
 }
