@@ -80,11 +80,12 @@ func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.Sandbo
 		return nil, k.evict(ctx, pod, sb, o)
 	}
 	attempts := byName(cur)
+	blocker := k.initBlocker(pod, attempts)
 	waiting := map[string]waitInfo{}
 	var retry time.Duration
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		w, after, err := k.syncContainer(ctx, pod, ps, c, attempts[c.Name])
+	cs, policies := podContainers(pod, blocker)
+	for i, c := range cs {
+		w, after, err := k.syncContainer(ctx, pod, ps, c, attempts[c.Name], policies[i])
 		if err != nil {
 			return nil, err
 		}
@@ -99,10 +100,13 @@ func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.Sandbo
 		return nil, err
 	}
 	attempts = byName(cur)
+	if k.initBlocker(pod, attempts) > blocker {
+		// A sidecar started (no exit event will come for it): the next container's turn.
+		k.enqueue(controllerkit.KeyOf(pod), false)
+	}
 	running := map[string]bool{}
 	var probes []probeSpec
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	for _, c := range allContainers(pod) {
 		if l := latest(attempts[c.Name]); l != nil && l.State == kruntime.StateRunning {
 			running[l.ID] = true
 			probes = append(probes, k.probes.ensure(pod, c, *l, sb.IP)...)
@@ -120,7 +124,7 @@ func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.Sandbo
 
 // syncContainer starts, restarts or kills one container; it returns why the container waits
 // (if it does) and when to look again.
-func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *corev1.Container, atts []kruntime.ContainerStatus) (*waitInfo, time.Duration, error) {
+func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *corev1.Container, atts []kruntime.ContainerStatus, policy corev1.RestartPolicy) (*waitInfo, time.Duration, error) {
 	l := latest(atts)
 	switch {
 	case l == nil:
@@ -137,7 +141,7 @@ func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, ps *podSet
 		k.enqueue(controllerkit.KeyOf(pod), false) // the restart is the next sync's, under back-off
 		return nil, 0, nil
 	case l.State == kruntime.StateExited:
-		if !wantsRestart(pod.Spec.RestartPolicy, l.ExitCode) {
+		if !wantsRestart(policy, l.ExitCode) {
 			return nil, 0, nil
 		}
 		now := time.Now()
@@ -177,11 +181,6 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *c
 	if err != nil {
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return &waitInfo{"CreateContainerConfigError", err.Error()}, k.cfg.BackoffBase, nil
-	}
-	// Refuse what would otherwise be silently skipped: a container must not run without the
-	// init containers its pod asked for.
-	if len(pod.Spec.InitContainers) > 0 {
-		return &waitInfo{"CreateContainerConfigError", "init containers are not supported by this node yet"}, k.cfg.BackoffBase, nil
 	}
 	mounts, err := ps.vols.Mounts(c, func(s string) string { return expand(s, vars) })
 	if err != nil {
@@ -223,22 +222,14 @@ func (k *kubelet) terminate(ctx context.Context, pod *corev1.Pod, cur *kruntime.
 	}
 	k.probes.retain(pod.UID, nil)
 	if cur != nil {
-		var wg sync.WaitGroup
-		errs := make([]error, len(cur.Containers))
-		for i, c := range cur.Containers {
-			if c.State != kruntime.StateRunning {
-				continue
+		// The app containers (and an init container still running) stop first, then the
+		// sidecars one by one in reverse order, so what the app leans on outlives it; all
+		// within the one grace period.
+		deadline := time.Now().Add(grace)
+		for _, wave := range stopOrder(pod, cur) {
+			if err := k.stopAll(ctx, pod, wave, max(time.Until(deadline), 0)); err != nil {
+				return err
 			}
-			k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = k.rt.StopContainer(ctx, c.ID, grace)
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return err
 		}
 	}
 	if err := k.rt.StopSandbox(ctx, string(pod.UID)); err != nil {
@@ -252,6 +243,45 @@ func (k *kubelet) terminate(ctx context.Context, pod *corev1.Pod, cur *kruntime.
 		return nil
 	}
 	return err
+}
+
+// stopOrder groups a pod's running containers into the waves terminate stops them in: every
+// container but the sidecars, then each sidecar alone, the last one first.
+func stopOrder(pod *corev1.Pod, cur *kruntime.SandboxStatus) [][]kruntime.ContainerStatus {
+	sidecars := map[string]int{}
+	for i := range pod.Spec.InitContainers {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			sidecars[pod.Spec.InitContainers[i].Name] = len(sidecars)
+		}
+	}
+	waves := make([][]kruntime.ContainerStatus, 1+len(sidecars))
+	for _, c := range cur.Containers {
+		if c.State != kruntime.StateRunning {
+			continue
+		}
+		if i, ok := sidecars[c.Name]; ok {
+			waves[len(sidecars)-i] = append(waves[len(sidecars)-i], c)
+		} else {
+			waves[0] = append(waves[0], c)
+		}
+	}
+	return waves
+}
+
+// stopAll stops containers in parallel, each with the grace given.
+func (k *kubelet) stopAll(ctx context.Context, pod *corev1.Pod, cs []kruntime.ContainerStatus, grace time.Duration) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(cs))
+	for i, c := range cs {
+		k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = k.rt.StopContainer(ctx, c.ID, grace)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (k *kubelet) reportStatus(ctx context.Context, pod *corev1.Pod, sb *kruntime.Sandbox, attempts map[string][]kruntime.ContainerStatus, waiting map[string]waitInfo) error {
@@ -305,6 +335,18 @@ func sandboxConfig(pod *corev1.Pod) kruntime.SandboxConfig {
 		}
 	}
 	return sc
+}
+
+// allContainers are the pod's init containers, then its app containers.
+func allContainers(pod *corev1.Pod) []*corev1.Container {
+	out := make([]*corev1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
 }
 
 // byName groups a pod's container attempts by container name, oldest first.
