@@ -13,7 +13,8 @@ import (
 )
 
 // A pod asking for what the node cannot do yet is not run without it: a volume type the node
-// cannot provide and lifecycle hooks are refused at admission, naming the field.
+// cannot provide and a termination message from the logs are refused at admission, naming the
+// field.
 func TestUnsupportedPodFeaturesAreRefusedNotSkipped(t *testing.T) {
 	n := startNode(t)
 	k, _ := schemas.ByResource("", "v1", "pods")
@@ -27,11 +28,11 @@ func TestUnsupportedPodFeaturesAreRefusedNotSkipped(t *testing.T) {
 	if _, err := n.cp.Client.Get(context.Background(), k, "default", "with-claim"); !apierrors.IsNotFound(err) {
 		t.Fatalf("refused pod was written: %v", err)
 	}
-	hook := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "with-hook", Namespace: "default"}, Spec: corev1.PodSpec{
+	logs := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "with-log-message", Namespace: "default"}, Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "echo", Image: "skiff.local/httpecho:v1",
-			Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/httpecho", "-version"}}}}}}}}
-	_, err = n.cp.Client.Create(context.Background(), hook)
-	if want := `spec.containers[0].lifecycle.postStart: Forbidden`; !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("pod with a postStart hook: %v, want 422 with %q", err, want)
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}}}}
+	_, err = n.cp.Client.Create(context.Background(), logs)
+	if want := `spec.containers[0].terminationMessagePolicy: Unsupported value: "FallbackToLogsOnError"`; !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("pod with terminationMessagePolicy FallbackToLogsOnError: %v, want 422 with %q", err, want)
 	}
 }

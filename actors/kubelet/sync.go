@@ -135,7 +135,7 @@ func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, ps *podSet
 			return nil, 0, nil
 		}
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.Name, res.Why)
-		if err := k.rt.KillContainer(ctx, l.ID, terminationGrace(pod)); err != nil {
+		if err := k.rt.KillContainer(ctx, l.ID, k.preStop(ctx, pod, c.Name, l.ID, terminationGrace(pod))); err != nil {
 			return nil, 0, err
 		}
 		k.enqueue(controllerkit.KeyOf(pod), false) // the restart is the next sync's, under back-off
@@ -190,7 +190,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *c
 	if w, err := k.ensureImage(ctx, pod, c); w != nil || err != nil {
 		return w, k.cfg.BackoffBase, err
 	}
-	_, err = k.rt.StartContainer(ctx, sb, kruntime.ContainerConfig{
+	ctr, err := k.rt.StartContainer(ctx, sb, kruntime.ContainerConfig{
 		Name: c.Name, Attempt: attempt, Image: c.Image,
 		Command: expandAll(c.Command, vars), Args: expandAll(c.Args, vars), Env: env,
 		WorkingDir: c.WorkingDir, Resources: c.Resources, Mounts: mounts,
@@ -210,6 +210,9 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *c
 	}
 	k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	if w := k.postStart(ctx, pod, c, sb.IP, ctr.ID); w != nil {
+		return w, k.cfg.BackoffBase, nil
+	}
 	return nil, 0, nil
 }
 
@@ -268,7 +271,7 @@ func stopOrder(pod *corev1.Pod, cur *kruntime.SandboxStatus) [][]kruntime.Contai
 	return waves
 }
 
-// stopAll stops containers in parallel, each with the grace given.
+// stopAll stops containers in parallel, each with the grace given (its preStop hook first).
 func (k *kubelet) stopAll(ctx context.Context, pod *corev1.Pod, cs []kruntime.ContainerStatus, grace time.Duration) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(cs))
@@ -277,7 +280,7 @@ func (k *kubelet) stopAll(ctx context.Context, pod *corev1.Pod, cs []kruntime.Co
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = k.rt.StopContainer(ctx, c.ID, grace)
+			errs[i] = k.rt.StopContainer(ctx, c.ID, k.preStop(ctx, pod, c.Name, c.ID, grace))
 		}()
 	}
 	wg.Wait()

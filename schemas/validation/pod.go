@@ -127,8 +127,9 @@ func container(c *corev1.Container, p *field.Path, names, volumes sets.Set[strin
 		errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 	}
 	errs = append(errs, oneOf(c.ImagePullPolicy, p.Child("imagePullPolicy"), corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
-	errs = append(errs, oneOf(c.TerminationMessagePolicy, p.Child("terminationMessagePolicy"),
-		corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError)...)
+	// The node reads no termination message yet: a policy that asks for the log's tail is
+	// refused rather than ignored.
+	errs = append(errs, oneOf(c.TerminationMessagePolicy, p.Child("terminationMessagePolicy"), corev1.TerminationMessageReadFile)...)
 	errs = append(errs, containerPorts(c.Ports, p.Child("ports"))...)
 	errs = append(errs, env(c.Env, p.Child("env"))...)
 	errs = append(errs, envFrom(c.EnvFrom, p.Child("envFrom"))...)
@@ -149,16 +150,33 @@ func container(c *corev1.Container, p *field.Path, names, volumes sets.Set[strin
 	errs = append(errs, probe(c.ReadinessProbe, p.Child("readinessProbe"), false)...)
 	errs = append(errs, probe(c.StartupProbe, p.Child("startupProbe"), true)...)
 	if l := c.Lifecycle; l != nil {
-		// Accepting hooks the node does not run would start containers without them.
-		if l.PostStart != nil {
-			errs = append(errs, field.Forbidden(p.Child("lifecycle", "postStart"), "lifecycle hooks are not supported by Skiff's kubelet yet"))
-		}
-		if l.PreStop != nil {
-			errs = append(errs, field.Forbidden(p.Child("lifecycle", "preStop"), "lifecycle hooks are not supported by Skiff's kubelet yet"))
-		}
+		errs = append(errs, lifecycleHandler(l.PostStart, p.Child("lifecycle", "postStart"))...)
+		errs = append(errs, lifecycleHandler(l.PreStop, p.Child("lifecycle", "preStop"))...)
+		// Accepting what the node does not do would run containers without it.
 		if l.StopSignal != nil {
 			errs = append(errs, field.Forbidden(p.Child("lifecycle", "stopSignal"), "stop signals are not supported by Skiff's kubelet yet"))
 		}
+	}
+	return errs
+}
+
+// lifecycleHandler checks a hook has exactly one handler, each as a probe's.
+func lifecycleHandler(h *corev1.LifecycleHandler, p *field.Path) field.ErrorList {
+	if h == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch n := countSet(*h); {
+	case n == 0:
+		errs = append(errs, field.Required(p, "must specify a handler type"))
+	case n > 1:
+		errs = append(errs, field.Forbidden(p, "may not specify more than 1 handler type"))
+	}
+	if h.HTTPGet != nil {
+		errs = append(errs, portNumOrName(h.HTTPGet.Port, p.Child("httpGet", "port"))...)
+	}
+	if h.Exec != nil && len(h.Exec.Command) == 0 {
+		errs = append(errs, field.Required(p.Child("exec", "command"), ""))
 	}
 	return errs
 }

@@ -150,11 +150,17 @@ func TestPodRules(t *testing.T) {
 		{"probe on an init container", "spec.initContainers[0].readinessProbe", "without restartPolicy=Always", func(s *corev1.PodSpec) {
 			s.InitContainers = []corev1.Container{{Name: "init", Image: "x", ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}}}
 		}},
-		{"postStart hook", c0 + ".lifecycle.postStart", "not supported", func(s *corev1.PodSpec) {
-			s.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+		{"postStart without handler", c0 + ".lifecycle.postStart", "must specify a handler type", func(s *corev1.PodSpec) {
+			s.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{}}
 		}},
-		{"preStop hook", c0 + ".lifecycle.preStop", "not supported", func(s *corev1.PodSpec) {
-			s.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+		{"preStop exec without command", c0 + ".lifecycle.preStop.exec.command", "Required value", func(s *corev1.PodSpec) {
+			s.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{}}}
+		}},
+		{"stopSignal", c0 + ".lifecycle.stopSignal", "not supported", func(s *corev1.PodSpec) {
+			s.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGINT)}
+		}},
+		{"termination message from logs", c0 + ".terminationMessagePolicy", "Unsupported value", func(s *corev1.PodSpec) {
+			s.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 		}},
 		{"deadline", "spec.activeDeadlineSeconds", "must be greater than 0", func(s *corev1.PodSpec) { s.ActiveDeadlineSeconds = ptr(int64(0)) }},
 	}
