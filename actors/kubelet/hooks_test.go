@@ -51,3 +51,22 @@ func TestLifecycleHooks(t *testing.T) {
 		return nil
 	})
 }
+
+// What a container writes to its terminationMessagePath becomes its terminated state's
+// message.
+func TestTerminationMessage(t *testing.T) {
+	h := start(t)
+	h.create(pod("last-words", func(p *corev1.Pod) {
+		p.Spec.RestartPolicy = corev1.RestartPolicyNever
+		p.Spec.Containers[0].Args = []string{"-append", corev1.TerminationMessagePathDefault + "=bye", "-exit-code", "3"}
+	}))
+	p := h.waitPod("last-words", 30*time.Second, func(p *corev1.Pod) error {
+		if p.Status.Phase != corev1.PodFailed {
+			return fmt.Errorf("phase %s %+v", p.Status.Phase, p.Status.ContainerStatuses)
+		}
+		return nil
+	})
+	if term := p.Status.ContainerStatuses[0].State.Terminated; term == nil || term.ExitCode != 3 || term.Message != "bye\n" {
+		t.Errorf("terminated %+v, want exit 3 with message %q", term, "bye\n")
+	}
+}

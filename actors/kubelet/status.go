@@ -127,6 +127,7 @@ func (k *kubelet) containerStatus(c *corev1.Container, atts []kruntime.Container
 func terminated(c *kruntime.ContainerStatus) *corev1.ContainerStateTerminated {
 	return &corev1.ContainerStateTerminated{
 		ExitCode: int32(c.ExitCode), Reason: c.Reason, StartedAt: mt(c.StartedAt), FinishedAt: mt(c.FinishedAt),
+		Message:     terminationMessage(c),
 		ContainerID: "containerd://" + c.ID,
 	}
 }

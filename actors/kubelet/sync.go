@@ -187,6 +187,11 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *c
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return &waitInfo{"CreateContainerConfigError", err.Error()}, k.cfg.BackoffBase, nil
 	}
+	term, err := k.terminationMount(sb, c, attempt)
+	if err != nil {
+		return nil, 0, err
+	}
+	mounts = append(mounts, term...)
 	if w, err := k.ensureImage(ctx, pod, c); w != nil || err != nil {
 		return w, k.cfg.BackoffBase, err
 	}
