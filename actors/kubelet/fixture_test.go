@@ -109,6 +109,20 @@ func (h *harness) stop() {
 	h.pid = nil
 }
 
+// newAgent replaces the kubelet by a brand-new one on a new runtime handle: what a restarted
+// agent process gets.
+func (h *harness) newAgent() {
+	h.t.Helper()
+	h.stop()
+	rt, err := h.n.NewRuntime(ctx(h.t))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = rt.Close() })
+	h.cfg.Runtime = rt
+	h.spawn()
+}
+
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -443,7 +444,7 @@ func (h *harness) watchReasons(name string) *reasons {
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		for _, cs := range p.Status.ContainerStatuses {
+		for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
 			if cs.State.Waiting != nil {
 				r.m[cs.State.Waiting.Reason] = true
 			}

@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,19 +29,34 @@ func (k *kubelet) podStatus(pod *corev1.Pod, sb *kruntime.Sandbox, attempts map[
 		}
 		st.StartTime = ptr.To(mt(t))
 	}
+	blocker := k.initBlocker(pod, attempts)
+	initialized := blocker == len(pod.Spec.InitContainers)
+	notMade := "ContainerCreating"
+	if !initialized {
+		notMade = "PodInitializing"
+	}
+	st.InitContainerStatuses = k.initStatuses(pod, attempts, waiting)
 	st.ContainerStatuses = nil
-	allReady := true
+	allReady := initialized
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		var w *waitInfo
-		if wi, ok := waiting[c.Name]; ok {
-			w = &wi
-		}
-		cs := k.containerStatus(c, attempts[c.Name], w)
+		cs := k.containerStatus(c, attempts[c.Name], waitingFor(c.Name, waiting), notMade)
 		allReady = allReady && cs.Ready
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
-	st.Phase = podPhase(pod.Spec.RestartPolicy, st.ContainerStatuses)
+	for i, cs := range st.InitContainerStatuses {
+		if isSidecar(&pod.Spec.InitContainers[i]) {
+			allReady = allReady && cs.Ready // sidecars count toward readiness
+		}
+	}
+	switch {
+	case initFailed(pod, st.InitContainerStatuses):
+		st.Phase = corev1.PodFailed
+	case !initialized:
+		st.Phase = corev1.PodPending
+	default:
+		st.Phase = podPhase(pod.Spec.RestartPolicy, st.ContainerStatuses)
+	}
 	if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
 		allReady = false
 	}
@@ -55,7 +71,12 @@ func (k *kubelet) podStatus(pod *corev1.Pod, sb *kruntime.Sandbox, attempts map[
 	t := mt(now)
 	setCondition(&st, corev1.PodScheduled, corev1.ConditionTrue, "", t)
 	setCondition(&st, corev1.PodReadyToStartContainers, sandbox, "", t)
-	setCondition(&st, corev1.PodInitialized, corev1.ConditionTrue, "", t)
+	if initialized {
+		setConditionMessage(&st, corev1.PodInitialized, corev1.ConditionTrue, "", "", t)
+	} else {
+		setConditionMessage(&st, corev1.PodInitialized, corev1.ConditionFalse, "ContainersNotInitialized",
+			fmt.Sprintf("containers with incomplete status: %v", k.incompleteInit(pod, attempts)), t)
+	}
 	reason := ""
 	if !allReady {
 		reason = "ContainersNotReady"
@@ -65,11 +86,13 @@ func (k *kubelet) podStatus(pod *corev1.Pod, sb *kruntime.Sandbox, attempts map[
 	return st
 }
 
-func (k *kubelet) containerStatus(c *corev1.Container, atts []kruntime.ContainerStatus, w *waitInfo) corev1.ContainerStatus {
+// containerStatus is one container's status from its attempts; one never made waits with the
+// reason the sync gave, else notMade.
+func (k *kubelet) containerStatus(c *corev1.Container, atts []kruntime.ContainerStatus, w *waitInfo, notMade string) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, Started: ptr.To(false)}
 	l := latest(atts)
 	if l == nil {
-		wi := waitInfo{reason: "ContainerCreating"}
+		wi := waitInfo{reason: notMade}
 		if w != nil {
 			wi = *w
 		}
@@ -104,6 +127,7 @@ func (k *kubelet) containerStatus(c *corev1.Container, atts []kruntime.Container
 func terminated(c *kruntime.ContainerStatus) *corev1.ContainerStateTerminated {
 	return &corev1.ContainerStateTerminated{
 		ExitCode: int32(c.ExitCode), Reason: c.Reason, StartedAt: mt(c.StartedAt), FinishedAt: mt(c.FinishedAt),
+		Message:     terminationMessage(c),
 		ContainerID: "containerd://" + c.ID,
 	}
 }
@@ -144,6 +168,10 @@ func podPhase(policy corev1.RestartPolicy, statuses []corev1.ContainerStatus) co
 }
 
 func setCondition(st *corev1.PodStatus, t corev1.PodConditionType, s corev1.ConditionStatus, reason string, now metav1.Time) {
+	setConditionMessage(st, t, s, reason, "", now)
+}
+
+func setConditionMessage(st *corev1.PodStatus, t corev1.PodConditionType, s corev1.ConditionStatus, reason, msg string, now metav1.Time) {
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
 		if c.Type != t {
@@ -152,10 +180,10 @@ func setCondition(st *corev1.PodStatus, t corev1.PodConditionType, s corev1.Cond
 		if c.Status != s {
 			c.LastTransitionTime = now
 		}
-		c.Status, c.Reason = s, reason
+		c.Status, c.Reason, c.Message = s, reason, msg
 		return
 	}
-	st.Conditions = append(st.Conditions, corev1.PodCondition{Type: t, Status: s, Reason: reason, LastTransitionTime: now})
+	st.Conditions = append(st.Conditions, corev1.PodCondition{Type: t, Status: s, Reason: reason, Message: msg, LastTransitionTime: now})
 }
 
 // mt is a metav1.Time as the API stores it (whole seconds, UTC), so a status computed again

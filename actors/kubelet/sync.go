@@ -2,10 +2,8 @@ package kubelet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -81,11 +79,12 @@ func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.Sandbo
 		return nil, k.evict(ctx, pod, sb, o)
 	}
 	attempts := byName(cur)
+	blocker := k.initBlocker(pod, attempts)
 	waiting := map[string]waitInfo{}
 	var retry time.Duration
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		w, after, err := k.syncContainer(ctx, pod, ps, c, attempts[c.Name])
+	cs, policies := podContainers(pod, blocker)
+	for i, c := range cs {
+		w, after, err := k.syncContainer(ctx, pod, ps, c, attempts[c.Name], policies[i])
 		if err != nil {
 			return nil, err
 		}
@@ -100,10 +99,13 @@ func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.Sandbo
 		return nil, err
 	}
 	attempts = byName(cur)
+	if k.initBlocker(pod, attempts) > blocker {
+		// A sidecar started (no exit event will come for it): the next container's turn.
+		k.enqueue(controllerkit.KeyOf(pod), false)
+	}
 	running := map[string]bool{}
 	var probes []probeSpec
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	for _, c := range allContainers(pod) {
 		if l := latest(attempts[c.Name]); l != nil && l.State == kruntime.StateRunning {
 			running[l.ID] = true
 			probes = append(probes, k.probes.ensure(pod, c, *l, sb.IP)...)
@@ -121,7 +123,7 @@ func (k *kubelet) run(ctx context.Context, pod *corev1.Pod, cur *kruntime.Sandbo
 
 // syncContainer starts, restarts or kills one container; it returns why the container waits
 // (if it does) and when to look again.
-func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *corev1.Container, atts []kruntime.ContainerStatus) (*waitInfo, time.Duration, error) {
+func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *corev1.Container, atts []kruntime.ContainerStatus, policy corev1.RestartPolicy) (*waitInfo, time.Duration, error) {
 	l := latest(atts)
 	switch {
 	case l == nil:
@@ -132,13 +134,13 @@ func (k *kubelet) syncContainer(ctx context.Context, pod *corev1.Pod, ps *podSet
 			return nil, 0, nil
 		}
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.Name, res.Why)
-		if err := k.rt.KillContainer(ctx, l.ID, terminationGrace(pod)); err != nil {
+		if err := k.rt.KillContainer(ctx, l.ID, k.preStop(ctx, pod, c.Name, l.ID, terminationGrace(pod))); err != nil {
 			return nil, 0, err
 		}
 		k.enqueue(controllerkit.KeyOf(pod), false) // the restart is the next sync's, under back-off
 		return nil, 0, nil
 	case l.State == kruntime.StateExited:
-		if !wantsRestart(pod.Spec.RestartPolicy, l.ExitCode) {
+		if !wantsRestart(policy, l.ExitCode) {
 			return nil, 0, nil
 		}
 		now := time.Now()
@@ -179,20 +181,20 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *c
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return &waitInfo{"CreateContainerConfigError", err.Error()}, k.cfg.BackoffBase, nil
 	}
-	// Refuse what would otherwise be silently skipped: a container must not run without the
-	// init containers its pod asked for.
-	if len(pod.Spec.InitContainers) > 0 {
-		return &waitInfo{"CreateContainerConfigError", "init containers are not supported by this node yet"}, k.cfg.BackoffBase, nil
-	}
 	mounts, err := ps.vols.Mounts(c, func(s string) string { return expand(s, vars) })
 	if err != nil {
 		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return &waitInfo{"CreateContainerConfigError", err.Error()}, k.cfg.BackoffBase, nil
 	}
+	term, err := k.terminationMount(sb, c, attempt)
+	if err != nil {
+		return nil, 0, err
+	}
+	mounts = append(mounts, term...)
 	if w, err := k.ensureImage(ctx, pod, c); w != nil || err != nil {
 		return w, k.cfg.BackoffBase, err
 	}
-	_, err = k.rt.StartContainer(ctx, sb, kruntime.ContainerConfig{
+	ctr, err := k.rt.StartContainer(ctx, sb, kruntime.ContainerConfig{
 		Name: c.Name, Attempt: attempt, Image: c.Image,
 		Command: expandAll(c.Command, vars), Args: expandAll(c.Args, vars), Env: env,
 		WorkingDir: c.WorkingDir, Resources: c.Resources, Mounts: mounts,
@@ -212,6 +214,9 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *c
 	}
 	k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	if w := k.postStart(ctx, pod, c, sb.IP, ctr.ID); w != nil {
+		return w, k.cfg.BackoffBase, nil
+	}
 	return nil, 0, nil
 }
 
@@ -224,22 +229,14 @@ func (k *kubelet) terminate(ctx context.Context, pod *corev1.Pod, cur *kruntime.
 	}
 	k.probes.retain(pod.UID, nil)
 	if cur != nil {
-		var wg sync.WaitGroup
-		errs := make([]error, len(cur.Containers))
-		for i, c := range cur.Containers {
-			if c.State != kruntime.StateRunning {
-				continue
+		// The app containers (and an init container still running) stop first, then the
+		// sidecars one by one in reverse order, so what the app leans on outlives it; all
+		// within the one grace period.
+		deadline := time.Now().Add(grace)
+		for _, wave := range stopOrder(pod, cur) {
+			if err := k.stopAll(ctx, pod, wave, max(time.Until(deadline), 0)); err != nil {
+				return err
 			}
-			k.recorder.Eventf(ctx, pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = k.rt.StopContainer(ctx, c.ID, grace)
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return err
 		}
 	}
 	if err := k.rt.StopSandbox(ctx, string(pod.UID)); err != nil {
@@ -297,6 +294,18 @@ func sandboxConfig(pod *corev1.Pod, dns resolvconf.Config) kruntime.SandboxConfi
 		}
 	}
 	return sc
+}
+
+// allContainers are the pod's init containers, then its app containers.
+func allContainers(pod *corev1.Pod) []*corev1.Container {
+	out := make([]*corev1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
 }
 
 // byName groups a pod's container attempts by container name, oldest first.

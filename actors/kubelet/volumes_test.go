@@ -178,14 +178,7 @@ func TestPodVolumesAndEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := h.sandboxOf(p).Containers[0].Pid
-	h.stop()
-	rt2, err := h.n.NewRuntime(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt2.Close() })
-	h.cfg.Runtime = rt2
-	h.spawn()
+	h.newAgent()
 	h.create(pod("after-restart"))
 	h.waitPod("after-restart", 30*time.Second, runningReady) // the new agent has synced
 	if sb := h.sandboxOf(p); sb == nil || len(sb.Containers) != 1 || sb.Containers[0].Pid != pid {

@@ -28,9 +28,13 @@ func PodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
 	names := sets.New[string]()
 	for i := range s.InitContainers {
 		errs = append(errs, container(&s.InitContainers[i], p.Child("initContainers").Index(i), names, volumes)...)
+		errs = append(errs, initContainer(&s.InitContainers[i], p.Child("initContainers").Index(i))...)
 	}
 	for i := range s.Containers {
 		errs = append(errs, container(&s.Containers[i], p.Child("containers").Index(i), names, volumes)...)
+		if s.Containers[i].RestartPolicy != nil {
+			errs = append(errs, field.Forbidden(p.Child("containers").Index(i).Child("restartPolicy"), "may not be set for non-init containers"))
+		}
 	}
 	errs = append(errs, oneOf(s.RestartPolicy, p.Child("restartPolicy"),
 		corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever)...)
@@ -119,8 +123,9 @@ func container(c *corev1.Container, p *field.Path, names, volumes sets.Set[strin
 		errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
 	}
 	errs = append(errs, oneOf(c.ImagePullPolicy, p.Child("imagePullPolicy"), corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever)...)
-	errs = append(errs, oneOf(c.TerminationMessagePolicy, p.Child("terminationMessagePolicy"),
-		corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError)...)
+	// The node reads no termination message yet: a policy that asks for the log's tail is
+	// refused rather than ignored.
+	errs = append(errs, oneOf(c.TerminationMessagePolicy, p.Child("terminationMessagePolicy"), corev1.TerminationMessageReadFile)...)
 	errs = append(errs, containerPorts(c.Ports, p.Child("ports"))...)
 	errs = append(errs, env(c.Env, p.Child("env"))...)
 	errs = append(errs, envFrom(c.EnvFrom, p.Child("envFrom"))...)
@@ -140,8 +145,54 @@ func container(c *corev1.Container, p *field.Path, names, volumes sets.Set[strin
 	errs = append(errs, probe(c.LivenessProbe, p.Child("livenessProbe"), true)...)
 	errs = append(errs, probe(c.ReadinessProbe, p.Child("readinessProbe"), false)...)
 	errs = append(errs, probe(c.StartupProbe, p.Child("startupProbe"), true)...)
+	if l := c.Lifecycle; l != nil {
+		errs = append(errs, lifecycleHandler(l.PostStart, p.Child("lifecycle", "postStart"))...)
+		errs = append(errs, lifecycleHandler(l.PreStop, p.Child("lifecycle", "preStop"))...)
+		// Accepting what the node does not do would run containers without it.
+		if l.StopSignal != nil {
+			errs = append(errs, field.Forbidden(p.Child("lifecycle", "stopSignal"), "stop signals are not supported by Skiff's kubelet yet"))
+		}
+	}
+	return errs
+}
+
+// lifecycleHandler checks a hook has exactly one handler, each as a probe's.
+func lifecycleHandler(h *corev1.LifecycleHandler, p *field.Path) field.ErrorList {
+	if h == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	switch n := countSet(*h); {
+	case n == 0:
+		errs = append(errs, field.Required(p, "must specify a handler type"))
+	case n > 1:
+		errs = append(errs, field.Forbidden(p, "may not specify more than 1 handler type"))
+	}
+	if h.HTTPGet != nil {
+		errs = append(errs, portNumOrName(h.HTTPGet.Port, p.Child("httpGet", "port"))...)
+	}
+	if h.Exec != nil && len(h.Exec.Command) == 0 {
+		errs = append(errs, field.Required(p.Child("exec", "command"), ""))
+	}
+	return errs
+}
+
+// initContainer checks what only an init container may have, as Kubernetes: restartPolicy
+// Always (a sidecar), and only then probes and lifecycle hooks.
+func initContainer(c *corev1.Container, p *field.Path) field.ErrorList {
 	if c.RestartPolicy != nil {
-		errs = append(errs, oneOf(*c.RestartPolicy, p.Child("restartPolicy"), corev1.ContainerRestartPolicyAlways)...)
+		return oneOf(*c.RestartPolicy, p.Child("restartPolicy"), corev1.ContainerRestartPolicyAlways)
+	}
+	var errs field.ErrorList
+	const msg = "may not be set for init containers without restartPolicy=Always"
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"lifecycle", c.Lifecycle != nil}, {"livenessProbe", c.LivenessProbe != nil},
+		{"readinessProbe", c.ReadinessProbe != nil}, {"startupProbe", c.StartupProbe != nil}} {
+		if f.set {
+			errs = append(errs, field.Forbidden(p.Child(f.name), msg))
+		}
 	}
 	return errs
 }

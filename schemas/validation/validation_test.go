@@ -141,6 +141,27 @@ func TestPodRules(t *testing.T) {
 			s.Tolerations = []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists, Value: "v"}}
 		}},
 		{"node selector", "spec.nodeSelector", "Invalid value", func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"bad key!": "x"} }},
+		{"restartPolicy on an app container", c0 + ".restartPolicy", "may not be set for non-init containers", func(s *corev1.PodSpec) {
+			s.Containers[0].RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways)
+		}},
+		{"init restartPolicy", "spec.initContainers[0].restartPolicy", "Unsupported value", func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: "init", Image: "x", RestartPolicy: ptr(corev1.ContainerRestartPolicy("Never"))}}
+		}},
+		{"probe on an init container", "spec.initContainers[0].readinessProbe", "without restartPolicy=Always", func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: "init", Image: "x", ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}}}
+		}},
+		{"postStart without handler", c0 + ".lifecycle.postStart", "must specify a handler type", func(s *corev1.PodSpec) {
+			s.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{}}
+		}},
+		{"preStop exec without command", c0 + ".lifecycle.preStop.exec.command", "Required value", func(s *corev1.PodSpec) {
+			s.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{}}}
+		}},
+		{"stopSignal", c0 + ".lifecycle.stopSignal", "not supported", func(s *corev1.PodSpec) {
+			s.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGINT)}
+		}},
+		{"termination message from logs", c0 + ".terminationMessagePolicy", "Unsupported value", func(s *corev1.PodSpec) {
+			s.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+		}},
 		{"deadline", "spec.activeDeadlineSeconds", "must be greater than 0", func(s *corev1.PodSpec) { s.ActiveDeadlineSeconds = ptr(int64(0)) }},
 	}
 	for _, c := range cases {
@@ -148,6 +169,11 @@ func TestPodRules(t *testing.T) {
 		c.mut(&p.Spec)
 		check(t, c.name, p, c.path, c.want)
 	}
+	sidecar := &corev1.Pod{ObjectMeta: meta("web"), Spec: podSpec()}
+	sidecar.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "x"}, {Name: "proxy", Image: "x",
+		RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
+		StartupProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}}}
+	check(t, "init container and sidecar with a probe", sidecar, "", "")
 	check(t, "pod name", &corev1.Pod{ObjectMeta: meta("Web"), Spec: podSpec()}, "metadata.name", "RFC 1123 subdomain")
 	check(t, "pod namespace", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: podSpec()}, "metadata.namespace", "Required value")
 }

@@ -2,7 +2,7 @@
 // who answered (pod, hostname, IP), with health/readiness endpoints that can
 // be made to fail, memory allocation for OOM tests, a UDP echo for Service
 // tests and an optional timed exit for restart tests. It also carries a few
-// one-shot modes (-version, -probe, -cat) so exec works in a FROM scratch
+// one-shot modes (-version, -probe, -cat, -append) so exec and init containers work in a FROM scratch
 // image that has no shell.
 package main
 
@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -34,6 +35,7 @@ func main() {
 		probe         = flag.String("probe", "", "GET this URL, exit 0 on a 2xx/3xx answer, 1 otherwise")
 		cat           = flag.String("cat", "", "print this file (- for stdin) and exit")
 		write         = flag.String("write", "", "write stdin to this file and exit")
+		appendTo      = flag.String("append", "", "FILE=LINE: append LINE to FILE, then exit with -exit-code (init container tests)")
 		exitAfter     = flag.Duration("exit-after", envDuration("EXIT_AFTER"), "exit after this long (0: never)")
 		exitCode      = flag.Int("exit-code", envInt("EXIT_CODE", 0), "exit code for -exit-after")
 		ignoreSigterm = flag.Bool("ignore-sigterm", os.Getenv("IGNORE_SIGTERM") == "1", "ignore SIGTERM (tests of the kill escalation)")
@@ -52,6 +54,8 @@ func main() {
 		os.Exit(runCat(*cat))
 	case *write != "":
 		os.Exit(runWrite(*write))
+	case *appendTo != "":
+		os.Exit(runAppend(*appendTo, *exitCode))
 	case *udpProbe != "":
 		os.Exit(runUDPProbe(*udpProbe))
 	}
@@ -278,6 +282,7 @@ func runCat(path string) int {
 	return 0
 }
 
+// runWrite writes stdin to a file (a pod that leaves data in a volume).
 func runWrite(path string) int {
 	data, err := io.ReadAll(os.Stdin)
 	if err == nil {
@@ -288,6 +293,30 @@ func runWrite(path string) int {
 		return 1
 	}
 	return 0
+}
+
+// runAppend appends a line to a file and exits with code: an init container that leaves a
+// trace of its turn (or fails after leaving it) in a shared volume.
+func runAppend(spec string, code int) int {
+	path, line, ok := strings.Cut(spec, "=")
+	if !ok {
+		fmt.Fprintln(os.Stderr, "-append wants FILE=LINE")
+		return 2
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	_, err = fmt.Fprintln(f, line)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return code
 }
 
 func firstIP() string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,22 @@ func TestRootAndAlloc(t *testing.T) {
 	}
 	if code, body := status(t, h, "/alloc?mb=2"); code != 200 || !strings.Contains(body, "total 2 MiB") {
 		t.Errorf("alloc: %d %q", code, body)
+	}
+}
+
+func TestAppendAddsALineAndExitsWithTheCode(t *testing.T) {
+	path := t.TempDir() + "/order"
+	if code := runAppend(path+"=first", 0); code != 0 {
+		t.Fatalf("first: exit %d", code)
+	}
+	if code := runAppend(path+"=second", 3); code != 3 {
+		t.Fatalf("second: exit %d, want the -exit-code 3", code)
+	}
+	if code := runAppend(path, 0); code != 2 {
+		t.Errorf("no =LINE: exit %d, want 2", code)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != "first\nsecond\n" {
+		t.Errorf("file %q (%v), want both lines in order", b, err)
 	}
 }
