@@ -102,4 +102,10 @@ func TestClusterCredsSecureAMultiProcessCluster(t *testing.T) {
 		}
 		return nil
 	})
+	// Neither serves an API, so neither tells the user what to run against one.
+	for _, p := range components {
+		if out := p.stderr.String(); !strings.Contains(out, "skiff is up in") || strings.Contains(out, "next:") {
+			t.Errorf("%s start message: want no API hints for a process without the API, got\n%s", p.name, out)
+		}
+	}
 }

@@ -119,11 +119,16 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 			return err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "skiff is up in %v: API %s, state revision %d\n", time.Since(start).Round(time.Millisecond), cp.URL(), cp.Log.Rev())
-	if kubeconfig != "" {
-		fmt.Fprintf(os.Stderr, "kubectl: export KUBECONFIG=%s\n", kubeconfig)
+	if cp.URL() == "" {
+		// A scheduler or controller-manager alone: nothing here for a user to call.
+		fmt.Fprintf(os.Stderr, "skiff is up in %v: %s, state revision %d\n", time.Since(start).Round(time.Millisecond), strings.Join(cfg.Components, ", "), cp.Log.Rev())
+	} else {
+		fmt.Fprintf(os.Stderr, "skiff is up in %v: API %s, state revision %d\n", time.Since(start).Round(time.Millisecond), cp.URL(), cp.Log.Rev())
+		if kubeconfig != "" {
+			fmt.Fprintf(os.Stderr, "kubectl: export KUBECONFIG=%s\n", kubeconfig)
+		}
+		printNextCommands(os.Stderr)
 	}
-	printNextCommands(os.Stderr)
 	if cp.Secured() {
 		fmt.Fprintf(os.Stderr, "NATS %s needs credentials: skiff agent --nats-creds FILE, FILE from `skiff nats-creds --data-dir %s --node NAME`\n", cp.NATS.ClientURL(), cfg.DataDir)
 	}
