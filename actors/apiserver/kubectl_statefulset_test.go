@@ -159,6 +159,10 @@ func TestKubectlStatefulSet(t *testing.T) {
 	if err != nil || strings.TrimSpace(out) != "db-0=data-db-0 db-1=data-db-1" {
 		t.Fatalf("db pods' claims: %v %q", err, out)
 	}
+	// Applied again: the templates, immutable, are as stored, so the update is accepted.
+	if out, err := kubectl("apply", "-f", writeFile(t, "db.yaml", dbManifest)); err != nil || !strings.Contains(out, "statefulset.apps/db") {
+		t.Fatalf("apply db again: %v\n%s", err, out)
+	}
 	kubectlUntil(t, kubectl, "data-db-0 Bound data-db-1 Bound", "get", "pvc", "-l", "app=db", "-o", "jsonpath={range .items[*]}{.metadata.name} {.status.phase} {end}")
 	if out, err := kubectl("delete", "sts", "db"); err != nil {
 		t.Fatalf("delete db: %v\n%s", err, out)
