@@ -47,6 +47,32 @@ spec:
         image: img:1
 `
 
+const dbManifest = `apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+spec:
+  serviceName: db
+  replicas: 2
+  persistentVolumeClaimRetentionPolicy: {whenDeleted: Delete}
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata:
+      labels: {app: db}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: c
+        image: img:1
+        volumeMounts: [{name: data, mountPath: /data}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+`
+
 // TestKubectlStatefulSet runs kubectl's own StatefulSet commands against the whole control
 // plane (its controller-manager runs the StatefulSet controller) with simulated nodes.
 func TestKubectlStatefulSet(t *testing.T) {
@@ -117,14 +143,41 @@ func TestKubectlStatefulSet(t *testing.T) {
 	}
 	kubectlUntil(t, kubectl, "No resources found", "get", "pods,controllerrevisions", "-l", "app=web")
 
+	// A set with a claim template: each pod mounts its own claim <template>-<set>-<ordinal>,
+	// provisioned on the pod's node (local-path, WaitForFirstConsumer). The simulated nodes
+	// publish no local-path directory, as a kubelet does: the test gives them one.
+	if out, err := kubectl("annotate", "nodes", "--all", "skiff.io/local-path-dir=/var/lib/skiff/local-path"); err != nil {
+		t.Fatalf("annotate nodes: %v\n%s", err, out)
+	}
+	if out, err := kubectl("apply", "-f", writeFile(t, "db.yaml", dbManifest)); err != nil {
+		t.Fatalf("apply db: %v\n%s", err, out)
+	}
+	if out, err := kubectl("rollout", "status", "sts/db", "--timeout=60s"); err != nil || !strings.Contains(out, "complete") {
+		t.Fatalf("rollout status db: %v\n%s", err, out)
+	}
+	out, err = kubectl("get", "pods", "-l", "app=db", "-o", "jsonpath={range .items[*]}{.metadata.name}={.spec.volumes[?(@.name=='data')].persistentVolumeClaim.claimName} {end}")
+	if err != nil || strings.TrimSpace(out) != "db-0=data-db-0 db-1=data-db-1" {
+		t.Fatalf("db pods' claims: %v %q", err, out)
+	}
+	// Applied again: the templates, immutable, are as stored, so the update is accepted.
+	if out, err := kubectl("apply", "-f", writeFile(t, "db.yaml", dbManifest)); err != nil || !strings.Contains(out, "statefulset.apps/db") {
+		t.Fatalf("apply db again: %v\n%s", err, out)
+	}
+	kubectlUntil(t, kubectl, "data-db-0 Bound data-db-1 Bound", "get", "pvc", "-l", "app=db", "-o", "jsonpath={range .items[*]}{.metadata.name} {.status.phase} {end}")
+	if out, err := kubectl("delete", "sts", "db"); err != nil {
+		t.Fatalf("delete db: %v\n%s", err, out)
+	}
+	// whenDeleted: Delete: the claims go with the set.
+	kubectlUntil(t, kubectl, "No resources found", "get", "pods,pvc", "-l", "app=db")
+
 	// Bad input is refused naming the field, and nothing is written.
 	for _, c := range []struct{ edit, want string }{
 		{"labels: {app: other}", "spec.template.metadata.labels: Invalid value"},
-		{"containers:", "spec.volumeClaimTemplates: Forbidden"},
+		{"containers:", "spec.volumeClaimTemplates[0].spec.accessModes: Required value"},
 	} {
 		bad := strings.Replace(stsManifest[strings.Index(stsManifest, "---"):], "name: web\nspec:", "name: bad\nspec:", 1)
-		if c.want == "spec.volumeClaimTemplates: Forbidden" {
-			bad += "  volumeClaimTemplates:\n  - metadata: {name: data}\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources: {requests: {storage: 1Gi}}\n"
+		if strings.HasPrefix(c.want, "spec.volumeClaimTemplates") {
+			bad += "  volumeClaimTemplates:\n  - metadata: {name: data}\n    spec:\n      resources: {requests: {storage: 1Gi}}\n"
 		} else {
 			bad = strings.Replace(bad, "    metadata:\n      labels: {app: web}", "    metadata:\n      "+c.edit, 1)
 		}
@@ -134,6 +187,9 @@ func TestKubectlStatefulSet(t *testing.T) {
 		}
 		if out, _ := kubectl("get", "sts", "bad"); !strings.Contains(out, "not found") {
 			t.Fatalf("refused statefulset was written: %s", out)
+		}
+		if out, _ := kubectl("get", "pvc", "data-bad-0"); !strings.Contains(out, "not found") {
+			t.Fatalf("a refused statefulset's claim was written: %s", out)
 		}
 	}
 }

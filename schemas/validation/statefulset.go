@@ -1,21 +1,23 @@
 package validation
 
 import (
+	"slices"
+
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // StatefulSet validates a StatefulSet as kube-apiserver does: its name is a DNS label, since
-// each pod's hostname is <name>-<ordinal>. volumeClaimTemplates are refused:
-// PersistentVolumeClaims are not served, and a set accepted with claims its pods never get
-// would run without the storage it asked for.
+// each pod's hostname is <name>-<ordinal>; each volumeClaimTemplate must make a valid claim
+// (claimTemplate).
 func StatefulSet(s *appsv1.StatefulSet) field.ErrorList {
 	errs := objectMeta(&s.ObjectMeta, true, apivalidation.NameIsDNSLabel)
 	sp := &s.Spec
 	errs = append(errs, replicas(sp.Replicas)...)
-	errs = append(errs, workloadTemplate(sp.Selector, &sp.Template, "statefulset")...)
+	errs = append(errs, workloadTemplate(sp.Selector, withClaimVolumes(sp), "statefulset")...)
 	errs = append(errs, nonNegative(int64(sp.MinReadySeconds), specPath.Child("minReadySeconds"))...)
 	if sp.RevisionHistoryLimit != nil {
 		errs = append(errs, nonNegative(int64(*sp.RevisionHistoryLimit), specPath.Child("revisionHistoryLimit"))...)
@@ -36,11 +38,43 @@ func StatefulSet(s *appsv1.StatefulSet) field.ErrorList {
 		errs = append(errs, oneOf(rp.WhenScaled, pp.Child("whenScaled"),
 			appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType)...)
 	}
-	if len(sp.VolumeClaimTemplates) > 0 {
-		errs = append(errs, field.Forbidden(specPath.Child("volumeClaimTemplates"),
-			"persistentvolumeclaims are not served yet, so a StatefulSet's pods cannot get their claims"))
+	for i := range sp.VolumeClaimTemplates {
+		errs = append(errs, claimTemplate(&sp.VolumeClaimTemplates[i], specPath.Child("volumeClaimTemplates").Index(i))...)
 	}
 	return errs
+}
+
+// withClaimVolumes is the pod template as the set's pods get it: with a volume per claim
+// template (claim-named ones replace the template's), so containers may mount the claims.
+func withClaimVolumes(sp *appsv1.StatefulSetSpec) *corev1.PodTemplateSpec {
+	if len(sp.VolumeClaimTemplates) == 0 {
+		return &sp.Template
+	}
+	t := sp.Template.DeepCopy()
+	for _, c := range sp.VolumeClaimTemplates {
+		v := corev1.Volume{Name: c.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.Name}}}
+		if i := slices.IndexFunc(t.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == c.Name }); i >= 0 {
+			t.Spec.Volumes[i] = v
+		} else if c.Name != "" {
+			t.Spec.Volumes = append(t.Spec.Volumes, v)
+		}
+	}
+	return t
+}
+
+// claimTemplate: the spec is a claim's (claimSpec), and the name, which names both the pods'
+// volume and, as <name>-<set>-<ordinal>, their claims, is a DNS label. A template named like
+// a volume of the pod template is no error: as in Kubernetes, the claim replaces that volume.
+func claimTemplate(t *corev1.PersistentVolumeClaim, p *field.Path) field.ErrorList {
+	np := p.Child("metadata", "name")
+	var errs field.ErrorList
+	if t.Name == "" {
+		errs = append(errs, field.Required(np, ""))
+	} else {
+		errs = append(errs, dnsLabel(t.Name, np)...)
+	}
+	return append(errs, claimSpec(&t.Spec, p.Child("spec"))...)
 }
 
 func statefulSetStrategy(st *appsv1.StatefulSetUpdateStrategy) field.ErrorList {

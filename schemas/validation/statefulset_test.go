@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -44,6 +45,28 @@ func TestStatefulSetDefaults(t *testing.T) {
 	check(t, "ondelete", ondelete, "", "")
 }
 
+func claimTemplate(name string) corev1.PersistentVolumeClaim {
+	return corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Resources: storageRequest("1Gi")}}
+}
+
+func storageRequest(q string) corev1.VolumeResourceRequirements {
+	return corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(q)}}
+}
+
+// A set with claim templates is valid, its containers may mount them, and one named like a
+// pod volume is no error: the claim replaces it.
+func TestStatefulSetClaimTemplates(t *testing.T) {
+	s := statefulSet()
+	s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("data"), claimTemplate("scratch")}
+	s.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	s.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}, {Name: "scratch", MountPath: "/scratch"}}
+	s.Spec.PersistentVolumeClaimRetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenDeleted: appsv1.DeletePersistentVolumeClaimRetentionPolicyType, WhenScaled: appsv1.RetainPersistentVolumeClaimRetentionPolicyType}
+	defaults.Default(s)
+	check(t, "claim templates", s, "", "")
+}
+
 func TestStatefulSetInvalid(t *testing.T) {
 	cases := []struct {
 		name, path, want string
@@ -79,8 +102,23 @@ func TestStatefulSetInvalid(t *testing.T) {
 		{"restart policy", "spec.template.spec.restartPolicy", "Unsupported value", func(s *appsv1.StatefulSet) {
 			s.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 		}},
-		{"claims", "spec.volumeClaimTemplates", "not served yet", func(s *appsv1.StatefulSet) {
-			s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+		{"claim access modes", "spec.volumeClaimTemplates[0].spec.accessModes", "Required", func(s *appsv1.StatefulSet) {
+			s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{Resources: storageRequest("1Gi")}}}
+		}},
+		{"claim size", "spec.volumeClaimTemplates[1].spec.resources.requests[storage]", "Required", func(s *appsv1.StatefulSet) {
+			s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("data"), claimTemplate("logs")}
+			s.Spec.VolumeClaimTemplates[1].Spec.Resources = corev1.VolumeResourceRequirements{}
+		}},
+		{"claim name", "spec.volumeClaimTemplates[0].metadata.name", "Required", func(s *appsv1.StatefulSet) {
+			s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("")}
+		}},
+		{"mount of no volume nor claim", "spec.template.spec.containers[0].volumeMounts[0].name", "Not found", func(s *appsv1.StatefulSet) {
+			s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("data")}
+			s.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "logs", MountPath: "/logs"}}
+		}},
+		{"claim name label", "spec.volumeClaimTemplates[0].metadata.name", "RFC 1123 label", func(s *appsv1.StatefulSet) {
+			s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("Data")}
 		}},
 	}
 	for _, c := range cases {

@@ -186,27 +186,31 @@ func volumeMode(m *corev1.PersistentVolumeMode, p *field.Path) field.ErrorList {
 // snapshots) are refused, as no Skiff provisioner can fill a volume from one.
 func PersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) field.ErrorList {
 	errs := objectMeta(&pvc.ObjectMeta, true, apivalidation.NameIsDNSSubdomain)
-	s := &pvc.Spec
-	errs = append(errs, accessModes(s.AccessModes, specPath.Child("accessModes"))...)
-	rp := specPath.Child("resources", "requests").Key(string(corev1.ResourceStorage))
+	return append(errs, claimSpec(&pvc.Spec, specPath)...)
+}
+
+// claimSpec validates a claim's spec at p: a claim's own spec, or a StatefulSet's claim template.
+func claimSpec(s *corev1.PersistentVolumeClaimSpec, p *field.Path) field.ErrorList {
+	errs := accessModes(s.AccessModes, p.Child("accessModes"))
+	rp := p.Child("resources", "requests").Key(string(corev1.ResourceStorage))
 	if q, ok := s.Resources.Requests[corev1.ResourceStorage]; !ok {
 		errs = append(errs, field.Required(rp, ""))
 	} else {
 		errs = append(errs, positiveQuantity(q, rp)...)
 	}
 	if q, ok := s.Resources.Limits[corev1.ResourceStorage]; ok {
-		errs = append(errs, positiveQuantity(q, specPath.Child("resources", "limits").Key(string(corev1.ResourceStorage)))...)
+		errs = append(errs, positiveQuantity(q, p.Child("resources", "limits").Key(string(corev1.ResourceStorage)))...)
 	}
 	if s.StorageClassName != nil && *s.StorageClassName != "" {
-		errs = append(errs, dnsSubdomain(*s.StorageClassName, specPath.Child("storageClassName"))...)
+		errs = append(errs, dnsSubdomain(*s.StorageClassName, p.Child("storageClassName"))...)
 	}
 	if s.Selector != nil {
-		errs = append(errs, metav1validation.ValidateLabelSelector(s.Selector, metav1validation.LabelSelectorValidationOptions{}, specPath.Child("selector"))...)
+		errs = append(errs, metav1validation.ValidateLabelSelector(s.Selector, metav1validation.LabelSelectorValidationOptions{}, p.Child("selector"))...)
 	}
-	errs = append(errs, volumeMode(s.VolumeMode, specPath.Child("volumeMode"))...)
-	errs = append(errs, forbidSet(specPath, "volume data sources are not supported by Skiff's provisioner",
+	errs = append(errs, volumeMode(s.VolumeMode, p.Child("volumeMode"))...)
+	errs = append(errs, forbidSet(p, "volume data sources are not supported by Skiff's provisioner",
 		optionalField{"dataSource", s.DataSource != nil}, optionalField{"dataSourceRef", s.DataSourceRef != nil})...)
-	return append(errs, forbidSet(specPath, "volume attributes classes are not supported",
+	return append(errs, forbidSet(p, "volume attributes classes are not supported",
 		optionalField{"volumeAttributesClassName", s.VolumeAttributesClassName != nil})...)
 }
 

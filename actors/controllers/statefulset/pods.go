@@ -49,7 +49,7 @@ func replicaCount(s *appsv1.StatefulSet) int {
 func podName(s *appsv1.StatefulSet, ordinal int) string { return s.Name + "-" + strconv.Itoa(ordinal) }
 
 // newPod is the pod of ordinal made from template at revision: its stable name, hostname and
-// subdomain (the governing Service), and the identity and revision labels.
+// subdomain (the governing Service), the identity and revision labels, and its claims' volumes.
 func newPod(s *appsv1.StatefulSet, t *corev1.PodTemplateSpec, revision string, ordinal int) *corev1.Pod {
 	p := controllerkit.PodFromTemplate(s, gvk, t)
 	p.GenerateName = ""
@@ -58,6 +58,7 @@ func newPod(s *appsv1.StatefulSet, t *corev1.PodTemplateSpec, revision string, o
 	p.Labels[RevisionLabel] = revision
 	p.Spec.Hostname = p.Name
 	p.Spec.Subdomain = s.Spec.ServiceName
+	addClaimVolumes(s, p, ordinal)
 	return p
 }
 
@@ -74,6 +75,10 @@ func identityMatches(p *corev1.Pod, ordinal int) bool {
 }
 
 func isTerminating(p *corev1.Pod) bool { return p.DeletionTimestamp != nil }
+
+func isPending(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodPending || p.Status.Phase == ""
+}
 
 func isFinished(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded

@@ -1,6 +1,6 @@
 // Package statefulset is the StatefulSet controller: it keeps pods <set>-<ordinal> with stable
 // names and hostnames, creates them in order (OrderedReady) or at once (Parallel), removes the
-// highest ordinals first, rolls template changes out from the highest ordinal down to the
+// highest ordinals first, gives each pod its claims from the volumeClaimTemplates (claims.go), rolls template changes out from the highest ordinal down to the
 // partition, records each template as a ControllerRevision, and reports status.
 package statefulset
 
@@ -33,6 +33,7 @@ type controller struct {
 	sets   *informer.Informer
 	pods   *informer.Informer
 	revs   *informer.Informer
+	claims *informer.Informer
 	queue  *controllerkit.Queue
 	exp    *controllerkit.Expectations
 	podCtl controllerkit.PodControl
@@ -46,6 +47,7 @@ func New(cfg Config) func() actorkit.Actor {
 		sets:   cfg.Informers.For("apps", "statefulsets"),
 		pods:   controllerkit.IndexOwners(cfg.Informers.For("", "pods")),
 		revs:   controllerkit.IndexOwners(cfg.Informers.For("apps", "controllerrevisions")),
+		claims: cfg.Informers.For("", "persistentvolumeclaims"),
 		queue:  &controllerkit.Queue{},
 		exp:    controllerkit.NewExpectations(),
 		podCtl: controllerkit.PodControl{Client: cfg.Client, Recorder: events.New(cfg.Client, Name, "")},
@@ -69,12 +71,24 @@ func New(cfg Config) func() actorkit.Actor {
 			c.queue.Enqueue(s)
 		}
 	})
+	// A claim going away lets a pod that waits for it be made (ensureClaims); claims carry
+	// their set's selector labels.
+	claims := controllerkit.OnChange(func(o runtime.Object) {
+		m := controllerkit.Meta(o)
+		for _, s := range controllerkit.Selecting(c.sets, m.GetNamespace(), labels.Set(m.GetLabels()),
+			func(s *appsv1.StatefulSet) *metav1.LabelSelector { return s.Spec.Selector }) {
+			if len(s.Spec.VolumeClaimTemplates) > 0 {
+				c.queue.Enqueue(s)
+			}
+		}
+	})
 	ctl := &controllerkit.Controller{
 		Name: Name, Workers: cfg.Workers, Logger: cfg.Logger,
 		Watches: []controllerkit.Watch{
 			{Informer: c.sets, Handler: sets},
 			{Informer: c.pods, Handler: pods},
 			{Informer: c.revs, Handler: revs},
+			{Informer: c.claims, Handler: claims},
 		},
 		Queue:     c.queue,
 		Reconcile: c.sync,

@@ -89,6 +89,15 @@ func newView(s *appsv1.StatefulSet, key string, h *history, pods []*corev1.Pod, 
 // Parallel goes on.
 func (c *controller) manage(ctx context.Context, v *view) error {
 	ordered := v.set.Spec.PodManagementPolicy != appsv1.ParallelPodManagement
+	// The claims' owners follow the retention policy before any pod goes: a condemned pod
+	// must own its claims (whenScaled Delete) by the time it is deleted.
+	if len(v.set.Spec.VolumeClaimTemplates) > 0 {
+		for _, p := range v.all {
+			if err := c.applyRetention(ctx, v.set, p); err != nil {
+				return err
+			}
+		}
+	}
 	for i := range v.replicas {
 		if stop, err := c.processReplica(ctx, v, i, ordered); err != nil || (stop && ordered) {
 			return err
@@ -121,7 +130,14 @@ func (c *controller) processReplica(ctx context.Context, v *view, i int, ordered
 		return true, c.createPod(ctx, v, startOrdinal(v.set)+i)
 	case isTerminating(p):
 		return true, nil
-	case !identityMatches(p, startOrdinal(v.set)+i):
+	case isPending(p):
+		// A claim deleted while its pod waited to start is made again, as kube's controller
+		// does, so the pod can start.
+		if err := c.ensureClaims(ctx, v.set, startOrdinal(v.set)+i); err != nil {
+			return true, err
+		}
+	}
+	if !identityMatches(p, startOrdinal(v.set)+i) {
 		// An adopted pod gets the labels that name it, as kube's controller gives them.
 		next := p.DeepCopy()
 		setIdentityLabels(next, startOrdinal(v.set)+i)
@@ -198,6 +214,9 @@ func (c *controller) createPod(ctx context.Context, v *view, ordinal int) error 
 	if ru := s.Spec.UpdateStrategy.RollingUpdate; s.Spec.UpdateStrategy.Type == appsv1.RollingUpdateStatefulSetStrategyType &&
 		ru != nil && ordinal < startOrdinal(s)+int(ptr.Deref(ru.Partition, 0)) {
 		tmpl, rev = h.currentTemplate, h.current.Name
+	}
+	if err := c.ensureClaims(ctx, s, ordinal); err != nil {
+		return err
 	}
 	c.exp.ExpectCreations(v.key, 1)
 	if _, err := c.podCtl.Create(ctx, s, newPod(s, tmpl, rev, ordinal)); err != nil {
