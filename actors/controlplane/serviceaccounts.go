@@ -79,8 +79,8 @@ func (cp *ControlPlane) controllerOptions() (controllers.Options, error) {
 func (cp *ControlPlane) DataDir() string { return cp.cfg.DataDir }
 
 // AutomountDefault is whether `skiff up` and `skiff server` automount ServiceAccount tokens.
-// Off while the kubelet cannot mount projected volumes (it would refuse every pod); the
-// kubelet's volume support turns it on.
+// Off by default: every pod would then need a token from the TokenRequest API, which only an
+// apiserver with API auth (a service account issuer) serves.
 const AutomountDefault = false
 
 func (c Config) serviceAccountAdmission() *apiserver.ServiceAccountAdmission {

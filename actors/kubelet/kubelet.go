@@ -153,7 +153,7 @@ func New(cfg Config) func() actorkit.Actor {
 		started:  map[types.UID]bool{},
 	}
 	k.probes = newProbeManager(k)
-	k.volumes = &volumes.Manager{PodDir: cfg.Runtime.PodDir, Objects: apiObjects{k}, Claims: apiObjects{k}, LocalPathDir: cfg.LocalPathDir}
+	k.volumes = &volumes.Manager{PodDir: cfg.Runtime.PodDir, Objects: apiObjects{k}, Claims: apiObjects{k}, Token: newTokenCache(cfg.Client).get, LocalPathDir: cfg.LocalPathDir}
 	k.pods.AddIndexer(informer.IndexNodeName, informer.PodNodeName)
 	return func() actorkit.Actor { return &kubeletActor{k: k} }
 }

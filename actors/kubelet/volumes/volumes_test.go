@@ -117,8 +117,8 @@ func TestSubPathStaysInsideTheVolume(t *testing.T) {
 	}
 }
 
-// Until the node can request tokens, a serviceAccountToken projection is refused, saying so,
-// and nothing of the volume is written.
+// A Manager without a token source refuses a serviceAccountToken projection, saying so, and
+// writes nothing of the volume (the kubelet's source is tested in actors/kubelet).
 func TestServiceAccountTokenRefusedWithoutTokenSource(t *testing.T) {
 	m := manager(t)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u3"},
