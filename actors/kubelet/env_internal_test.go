@@ -22,11 +22,7 @@ import (
 // gets what its pods reference and nothing else.
 func TestEnvFromSecretsAndConfigMapsAsTheNode(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) {
-		c.DataDir, c.NATSPort, c.NATSAuthDir, c.APIAuth.Enabled = dir, -1, filepath.Join(dir, controlplane.NATSKeysDir), true
-		c.Components = []string{controlplane.APIServer}
-	})
+	cp := apiServerWithAuth(t)
 	ref := func(kind, name, key string, optional bool) *corev1.EnvVarSource {
 		o := &optional
 		if kind == "secret" {
@@ -54,12 +50,7 @@ func TestEnvFromSecretsAndConfigMapsAsTheNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	nc, err := cp.ConnectNode("n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	k := &kubelet{client: &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: identity.NodeID("n1").APISubject()}}, cfg: Config{NodeIP: "10.0.0.1"}}
+	k := &kubelet{client: asNode(t, cp, "n1"), cfg: Config{NodeIP: "10.0.0.1"}}
 	env, _, err := k.containerEnv(ctx, web, &web.Spec.Containers[0], "10.1.0.5")
 	if err != nil {
 		t.Fatal(err)
@@ -72,4 +63,24 @@ func TestEnvFromSecretsAndConfigMapsAsTheNode(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "env T") {
 		t.Fatalf("env of a Secret no pod of n1 references: %v, want 403 naming env T", err)
 	}
+}
+
+// apiServerWithAuth is an apiserver alone with API auth on (RBAC, the node authorizer, a
+// service account issuer), on a secured embedded NATS.
+func apiServerWithAuth(t *testing.T) *controlplane.ControlPlane {
+	dir := t.TempDir()
+	return testutil.StartControlPlane(t, func(c *controlplane.Config) {
+		c.DataDir, c.NATSPort, c.NATSAuthDir, c.APIAuth.Enabled = dir, -1, filepath.Join(dir, controlplane.NATSKeysDir), true
+		c.Components = []string{controlplane.APIServer}
+	})
+}
+
+// asNode is an API client as node name, over NATS, as a joined kubelet has.
+func asNode(t *testing.T, cp *controlplane.ControlPlane, name string) *apiclient.Client {
+	nc, err := cp.ConnectNode(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: identity.NodeID(name).APISubject()}}
 }

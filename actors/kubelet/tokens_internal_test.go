@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,11 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
-	"github.com/skiff-sh/skiff/actors/controlplane"
-	"github.com/skiff-sh/skiff/bus/identity"
-	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // A projected token is asked for as the node, bound to the pod, and authenticates as the pod's
@@ -26,11 +21,7 @@ import (
 // pod bound to another node gets none.
 func TestProjectedTokensAsTheNode(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) {
-		c.DataDir, c.NATSPort, c.NATSAuthDir, c.APIAuth.Enabled = dir, -1, filepath.Join(dir, controlplane.NATSKeysDir), true
-		c.Components = []string{controlplane.APIServer}
-	})
+	cp := apiServerWithAuth(t)
 	if _, err := cp.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -44,12 +35,7 @@ func TestProjectedTokensAsTheNode(t *testing.T) {
 		return o.(*corev1.Pod)
 	}
 	mine, theirs := pod("web", "n1"), pod("other", "n2")
-	nc, err := cp.ConnectNode("n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	tokens := newTokenCache(&apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: identity.NodeID("n1").APISubject()}})
+	tokens := newTokenCache(asNode(t, cp, "n1"))
 	now := time.Now()
 	tokens.now = func() time.Time { return now }
 	src := &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To(int64(3600))}
