@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/skiff-sh/skiff/schemas/defaults"
 )
 
 // EventResource is the kind of object a cluster event is about.
@@ -86,8 +88,9 @@ func NodeChange(old, n *v1.Node) ActionType {
 	if !maps.EqualFunc(old.Status.Allocatable, n.Status.Allocatable, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 }) {
 		a |= UpdateNodeAllocatable
 	}
-	// Annotations count as labels: VolumeBinding reads the node's local-path annotation.
-	if !maps.Equal(old.Labels, n.Labels) || !maps.Equal(old.Annotations, n.Annotations) {
+	// The one annotation VolumeBinding reads (where the node offers local-path volumes) counts
+	// as a label; other annotations wake no rejected pod.
+	if !maps.Equal(old.Labels, n.Labels) || old.Annotations[defaults.LocalPathDirAnnotation] != n.Annotations[defaults.LocalPathDirAnnotation] {
 		a |= UpdateNodeLabel
 	}
 	if old.Spec.Unschedulable != n.Spec.Unschedulable || !slices.EqualFunc(old.Spec.Taints, n.Spec.Taints, sameTaint) {

@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-sh/skiff/schemas/defaults"
 )
 
 func TestNodeChangeIgnoresHeartbeats(t *testing.T) {
@@ -18,6 +20,11 @@ func TestNodeChangeIgnoresHeartbeats(t *testing.T) {
 	beat.ResourceVersion = "7"
 	if a := NodeChange(old, beat); a != 0 {
 		t.Fatalf("a heartbeat is a change of %b", a)
+	}
+	noted := old.DeepCopy() // an annotation no filter reads
+	noted.Annotations = map[string]string{"example.com/owner": "ops"}
+	if a := NodeChange(old, noted); a != 0 {
+		t.Fatalf("an unread annotation is a change of %b", a)
 	}
 	same := old.DeepCopy() // allocatable written in another unit is no change
 	same.Status.Allocatable[v1.ResourceMemory] = resource.MustParse("1024Mi")
@@ -31,6 +38,9 @@ func TestNodeChangeIgnoresHeartbeats(t *testing.T) {
 	}{
 		{"allocatable", func(n *v1.Node) { n.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("2") }, UpdateNodeAllocatable},
 		{"labels", func(n *v1.Node) { n.Labels["disk"] = "ssd" }, UpdateNodeLabel},
+		{"local-path", func(n *v1.Node) {
+			n.Annotations = map[string]string{defaults.LocalPathDirAnnotation: "/var/lib/skiff/local-path"}
+		}, UpdateNodeLabel},
 		{"taints", func(n *v1.Node) { n.Spec.Taints = []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}} }, UpdateNodeTaint},
 		{"cordon", func(n *v1.Node) { n.Spec.Unschedulable = true }, UpdateNodeTaint},
 	}
