@@ -70,17 +70,12 @@ func Ensure(dir string, sans []string) (*Bundle, error) {
 	}); err != nil {
 		return nil, err
 	}
-	var err error
-	if b.Server, err = tls.LoadX509KeyPair(b.path(ServerCert), b.path(ServerKey)); err != nil {
+	loaded, err := Load(dir)
+	if err != nil {
 		return nil, err
 	}
-	if b.AdminCertPEM, err = os.ReadFile(b.path(AdminCert)); err != nil {
-		return nil, err
-	}
-	if b.AdminKeyPEM, err = os.ReadFile(b.path(AdminKey)); err != nil {
-		return nil, err
-	}
-	return b, nil
+	loaded.caKey = b.caKey // what Load leaves out: this directory holds the CA key
+	return loaded, nil
 }
 
 // Load reads a PKI directory made elsewhere (`skiff cluster-creds`, shared by every apiserver
