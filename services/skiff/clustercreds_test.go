@@ -34,8 +34,8 @@ func TestClusterCredsSecureAMultiProcessCluster(t *testing.T) {
 	}
 	bin := testutil.BuildBinary(t, "./services/skiff")
 	dir := filepath.Join(t.TempDir(), "creds")
-	apiAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	if out, err := exec.Command(bin, "cluster-creds", "--dir", dir, "--node", "n1,n2", "--server", "https://"+apiAddr).CombinedOutput(); err != nil {
+	const named = "https://127.0.0.1:6443" // what the kubeconfig names; the test's API port is picked later
+	if out, err := exec.Command(bin, "cluster-creds", "--dir", dir, "--node", "n1,n2", "--server", named).CombinedOutput(); err != nil {
 		t.Fatalf("cluster-creds: %v\n%s", err, out)
 	}
 	for _, f := range []string{"apiserver.creds", "scheduler.creds", "controller-manager.creds", "admin.creds",
@@ -59,6 +59,9 @@ func TestClusterCredsSecureAMultiProcessCluster(t *testing.T) {
 		t.Fatal("an anonymous client connected to the secured NATS server")
 	}
 
+	// The port is picked right before the apiserver binds it: another test may take a free port
+	// meanwhile.
+	apiAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	api := startProc(t, "apiserver", bin, "server", "--components", "apiserver", "--nats-url", natsURL,
 		"--nats-creds", filepath.Join(dir, "apiserver.creds"), "--listen", apiAddr, "--data-dir", t.TempDir(), "--metrics-listen", "127.0.0.1:0",
 		"--encryption-key-file", filepath.Join(t.TempDir(), "encryption.keys"),
@@ -73,6 +76,10 @@ func TestClusterCredsSecureAMultiProcessCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cfg.Host != named {
+		t.Fatalf("kubeconfig server %q, want %q (--server)", cfg.Host, named)
+	}
+	cfg.Host = "https://" + apiAddr
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	testutil.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
 		_, err := cs.CoreV1().ConfigMaps("default").Create(context.Background(),
