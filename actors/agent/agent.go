@@ -100,6 +100,9 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.PodCIDR == "" {
 		cfg.PodCIDR = "10.88.0.0/16"
 	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = kubelet.FirstIPv4()
+	}
 	if cfg.ClusterDNS == "" {
 		cfg.ClusterDNS = DefaultClusterDNS
 	}
@@ -168,7 +171,13 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 		a.pids = append(a.pids, pid)
 	}
-	a.Proxy = proxy.New(proxy.Config{Log: cfg.Log, Informers: cfg.Informers, NodeName: cfg.NodeName, Cgroups: []string{cgroup}, LocalDNS: dnsAddr, Logger: cfg.Logger})
+	nodeIP, err := netip.ParseAddr(cfg.NodeIP)
+	if err != nil {
+		a.Stop()
+		return nil, fmt.Errorf("node IP %q: %w", cfg.NodeIP, err)
+	}
+	a.Proxy = proxy.New(proxy.Config{Log: cfg.Log, Informers: cfg.Informers, NodeName: cfg.NodeName, Cgroups: []string{cgroup}, LocalDNS: dnsAddr,
+		NodeIPs: []netip.Addr{nodeIP.Unmap()}, Logger: cfg.Logger})
 	if pid, err = cfg.Actors.Spawn("proxy", a.Proxy.Producer()); err != nil {
 		a.Stop()
 		return nil, err

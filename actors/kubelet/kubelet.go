@@ -101,7 +101,7 @@ func (c *Config) defaults() {
 		c.Logger = slog.Default()
 	}
 	if c.NodeIP == "" {
-		c.NodeIP = firstIPv4()
+		c.NodeIP = FirstIPv4()
 	}
 	if c.LocalPathDir == "" && c.Runtime != nil {
 		c.LocalPathDir = filepath.Join(c.Runtime.Root(), "local-path")
@@ -284,7 +284,8 @@ func (k *kubelet) removeOrphans(ctx context.Context) {
 	}
 }
 
-func firstIPv4() string {
+// FirstIPv4 is the default node address: the first non-loopback IPv4 of the host.
+func FirstIPv4() string {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return ""

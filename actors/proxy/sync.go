@@ -9,21 +9,33 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-sh/skiff/bpf/lb"
+	"github.com/skiff-sh/skiff/bpf/nodeport"
 )
 
 // resync makes the kernel maps equal to the caches, touching only the
 // Service ports that differ from what Dump reads: after a restart of the
 // proxy nothing is rewritten unless something changed meanwhile.
-func (p *Proxy) resync(dp *lb.Dataplane) error {
+func (p *Proxy) resync(dp *lb.Dataplane, np *nodeport.Dataplane) error {
+	var errs []error
 	want := map[lb.ServiceKey]lb.ServiceSpec{}
 	owner := map[lb.ServiceKey]string{}
 	owned := map[string][]lb.ServiceKey{}
+	wantExt := map[nodeport.Key][]nodeport.Backend{}
+	ownerExt := map[nodeport.Key]string{}
 	for _, o := range p.svcs.List(nil) {
 		svc := o.(*corev1.Service)
 		key := keyOf(svc.Namespace, svc.Name)
-		for k, s := range p.desired(svc) {
+		sock, tc := p.desired(svc)
+		if np != nil {
+			port, local := healthCheckOf(svc, tc)
+			errs = append(errs, p.healthChecks().set(key, port, local))
+		}
+		for k, s := range sock {
 			want[k], owner[k] = s, key
 			owned[key] = append(owned[key], k)
+		}
+		for k, bs := range tc {
+			wantExt[k], ownerExt[k] = bs, key
 		}
 	}
 	have, err := dp.Dump()
@@ -31,7 +43,6 @@ func (p *Proxy) resync(dp *lb.Dataplane) error {
 		return err
 	}
 	var st Stats
-	var errs []error
 	seen := map[lb.ServiceKey]bool{}
 	for _, h := range have {
 		seen[h.Key] = true
@@ -57,14 +68,18 @@ func (p *Proxy) resync(dp *lb.Dataplane) error {
 	p.add(st)
 	p.stats.Syncs++
 	p.mu.Unlock()
+	errs = append(errs, p.resyncExternal(np, wantExt, ownerExt))
 	return errors.Join(errs...)
 }
 
 // sync reprograms one Service (namespace/name) from the caches.
-func (p *Proxy) sync(ctx context.Context, dp *lb.Dataplane, key string) error {
+func (p *Proxy) sync(ctx context.Context, dp *lb.Dataplane, np *nodeport.Dataplane, key string) error {
 	want := map[lb.ServiceKey]lb.ServiceSpec{}
+	var wantExt map[nodeport.Key][]nodeport.Backend
+	var svc *corev1.Service
 	if o, ok := p.svcs.Get(splitKey(key)); ok {
-		want = p.desired(o.(*corev1.Service))
+		svc = o.(*corev1.Service)
+		want, wantExt = p.desired(svc)
 	}
 	p.mu.Lock()
 	old := p.owned[key]
@@ -106,6 +121,11 @@ func (p *Proxy) sync(ctx context.Context, dp *lb.Dataplane, key string) error {
 	}
 	p.add(st)
 	p.mu.Unlock()
+	errs = append(errs, p.syncExternal(np, key, wantExt))
+	if np != nil {
+		port, local := healthCheckOf(svc, wantExt)
+		errs = append(errs, p.healthChecks().set(key, port, local))
+	}
 	traceSync(ctx, want, st)
 	return errors.Join(errs...)
 }
