@@ -16,10 +16,26 @@ import (
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
+const hostPortPod = `
+apiVersion: v1
+kind: Pod
+metadata: {name: hostport, labels: {app: hostport}}
+spec:
+  nodeSelector: {kubernetes.io/hostname: %s}
+  containers:
+  - name: echo
+    image: %s
+    ports:
+    - {containerPort: 8080, hostPort: 18080}
+    - {containerPort: 8080, hostPort: 18080, protocol: UDP}
+`
+
 // A host outside the cluster (its own netns on the nodes' network, no routes to pods) reaches a
 // pod on node A through node B's NodePort over TCP and UDP (tc eBPF on B: DNAT to the pod and
 // SNAT to B's address); with externalTrafficPolicy Local the pod sees the host's own address
-// through A's NodePort; as a LoadBalancer the Service gets the nodes' addresses, which answer.
+// through A's NodePort; as a LoadBalancer the Service gets the nodes' addresses, which answer;
+// with Local, its healthCheckNodePort tells which node has endpoints. A pod's hostPort (TCP
+// and UDP) answers at its node's address (tc eBPF, no portmap).
 func TestNetnsNodePortFromOutside(t *testing.T) {
 	c := startCluster(t, netnscluster.Options{Nodes: 2})
 	a, b := c.Nodes[0], c.Nodes[1]
@@ -27,7 +43,7 @@ func TestNetnsNodePortFromOutside(t *testing.T) {
 	probe := testutil.BuildBinary(t, "./deploy/images/httpecho")
 	app := echoapp.App{Name: "web", Replicas: 1, PodSpec: echoapp.OnNode(a.Name),
 		ServicePorts: "- {name: udp, port: 81, targetPort: 8080, protocol: UDP}"}
-	c.apply(app.Manifest())
+	c.apply(app.Manifest() + "---\n" + fmt.Sprintf(hostPortPod, a.Name, echoapp.Image))
 	pod := c.waitPods("app=web", 1, 90*time.Second, onNode(a.Name))[0]
 	svc := c.updateService("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeNodePort })
 	tcpPort, udpPort := svc.Spec.Ports[0].NodePort, svc.Spec.Ports[1].NodePort
@@ -110,6 +126,22 @@ func TestNetnsNodePortFromOutside(t *testing.T) {
 		})
 	}
 	t.Logf("LoadBalancer ingress %v answers on port 80; nodePorts %d/TCP %d/UDP", ingress, tcpPort, udpPort)
+
+	c.waitPods("app=hostport", 1, 60*time.Second, onNode(a.Name))
+	testutil.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
+		e, err := get(a.IP, 18080)
+		if err == nil && (e.Pod != "hostport" || !strings.HasPrefix(e.Remote, outside.IP+":")) {
+			err = fmt.Errorf("hostPort answer %+v: want pod hostport seeing %s", e, outside.IP)
+		}
+		if err != nil {
+			return err
+		}
+		out, err := outside.Run(probe, "-udp-probe", a.IP+":18080")
+		if want := "hostport from " + a.IP + ":18080"; err == nil && strings.TrimSpace(out) != want {
+			err = fmt.Errorf("UDP hostPort answer %q, want %q", out, want)
+		}
+		return err
+	})
 
 	// Local LoadBalancer: the healthCheckNodePort says which node has endpoints.
 	svc = c.updateService("web", func(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal })

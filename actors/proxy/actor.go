@@ -84,7 +84,7 @@ func (a *proxyActor) run(ctx context.Context) {
 	if dp == nil {
 		return
 	}
-	if !p.svcs.WaitForSync(ctx) || !p.slices.WaitForSync(ctx) {
+	if !p.svcs.WaitForSync(ctx) || !p.slices.WaitForSync(ctx) || (p.pods != nil && !p.pods.WaitForSync(ctx)) {
 		return
 	}
 	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {

@@ -46,3 +46,36 @@ func TestExternalEntries(t *testing.T) {
 		t.Fatalf("Local LoadBalancer: %v, want %v and %v with %v only", tc, at, lbAt, want[0])
 	}
 }
+
+// TestHostPortEntries: each hostPort of a running pod goes to its IP and containerPort on every
+// node address (or its hostIP), marked local; a pod without an IP or finished has none.
+func TestHostPortEntries(t *testing.T) {
+	nodeIP := netip.MustParseAddr("10.9.0.2")
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Ports: []corev1.ContainerPort{
+		{ContainerPort: 8080, HostPort: 18080, Protocol: corev1.ProtocolTCP},
+		{ContainerPort: 53, HostPort: 1053, Protocol: corev1.ProtocolUDP, HostIP: "10.9.0.3"},
+		{ContainerPort: 9090},
+	}}}}}
+	if sock, tc := HostPorts(pod, []netip.Addr{nodeIP}); len(sock) != 0 || len(tc) != 0 {
+		t.Fatalf("pod without an IP: %v %v", sock, tc)
+	}
+	pod.Status.PodIP = "10.1.0.5"
+	sock, tc := HostPorts(pod, []netip.Addr{nodeIP})
+	podIP := netip.MustParseAddr("10.1.0.5")
+	want := map[nodeport.Key][]nodeport.Backend{
+		{Addr: nodeIP, Port: 18080, Proto: lb.TCP}:                         {{Addr: podIP, Port: 8080, Local: true}},
+		{Addr: netip.MustParseAddr("10.9.0.3"), Port: 1053, Proto: lb.UDP}: {{Addr: podIP, Port: 53, Local: true}},
+	}
+	if len(tc) != len(want) || len(sock) != len(want) {
+		t.Fatalf("entries %v %v, want %v", sock, tc, want)
+	}
+	for k, w := range want {
+		if !slices.Equal(tc[k], w) || len(sock[lb.ServiceKey{VIP: k.Addr, Port: k.Port, Proto: k.Proto}].Backends) != 1 {
+			t.Fatalf("%v: %v / %v, want %v", k, tc[k], sock, w)
+		}
+	}
+	pod.Status.Phase = corev1.PodSucceeded
+	if sock, tc := HostPorts(pod, []netip.Addr{nodeIP}); len(sock) != 0 || len(tc) != 0 {
+		t.Fatalf("finished pod: %v %v", sock, tc)
+	}
+}

@@ -57,6 +57,9 @@ type Config struct {
 	// the interfaces holding NodeIPs).
 	NodeIPs    []netip.Addr
 	Interfaces []string
+	// Pods is the cache of this node's pods (the kubelet's, indexed by informer.IndexNodeName):
+	// their hostPorts are served at NodeIPs. nil: hostPorts are not served.
+	Pods *informer.Informer
 	// Maps sizes the maps (PinPath is ignored: PinDir is used).
 	Maps   lb.Options
 	Logger *slog.Logger
@@ -75,6 +78,7 @@ type Proxy struct {
 	cfg      Config
 	svcs     *informer.Informer
 	slices   *informer.Informer
+	pods     *informer.Informer // nil: no hostPorts
 	handlers map[*informer.Informer]informer.Handler
 
 	mu       sync.Mutex
@@ -102,6 +106,7 @@ func New(cfg Config) *Proxy {
 		cfg:      cfg,
 		svcs:     cfg.Informers.For("", "services"),
 		slices:   cfg.Informers.For("discovery.k8s.io", "endpointslices"),
+		pods:     cfg.Pods,
 		owned:    map[string][]lb.ServiceKey{},
 		owner:    map[lb.ServiceKey]string{},
 		extOwned: map[string][]nodeport.Key{},
@@ -134,6 +139,9 @@ func New(cfg Config) *Proxy {
 			},
 			Delete: func(o runtime.Object) { p.sliceChanged(o.(*discoveryv1.EndpointSlice), nil) },
 		},
+	}
+	if p.pods != nil {
+		p.handlers[p.pods] = p.podHandler()
 	}
 	return p
 }

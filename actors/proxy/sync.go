@@ -22,6 +22,15 @@ func (p *Proxy) resync(dp *lb.Dataplane, np *nodeport.Dataplane) error {
 	owned := map[string][]lb.ServiceKey{}
 	wantExt := map[nodeport.Key][]nodeport.Backend{}
 	ownerExt := map[nodeport.Key]string{}
+	add := func(key string, sock map[lb.ServiceKey]lb.ServiceSpec, tc map[nodeport.Key][]nodeport.Backend) {
+		for k, s := range sock {
+			want[k], owner[k] = s, key
+			owned[key] = append(owned[key], k)
+		}
+		for k, bs := range tc {
+			wantExt[k], ownerExt[k] = bs, key
+		}
+	}
 	for _, o := range p.svcs.List(nil) {
 		svc := o.(*corev1.Service)
 		key := keyOf(svc.Namespace, svc.Name)
@@ -30,13 +39,11 @@ func (p *Proxy) resync(dp *lb.Dataplane, np *nodeport.Dataplane) error {
 			port, local := healthCheckOf(svc, tc)
 			errs = append(errs, p.healthChecks().set(key, port, local))
 		}
-		for k, s := range sock {
-			want[k], owner[k] = s, key
-			owned[key] = append(owned[key], k)
-		}
-		for k, bs := range tc {
-			wantExt[k], ownerExt[k] = bs, key
-		}
+		add(key, sock, tc)
+	}
+	for _, pod := range p.hostPortPods() {
+		sock, tc := HostPorts(pod, p.cfg.NodeIPs)
+		add(podKey(pod), sock, tc)
 	}
 	have, err := dp.Dump()
 	if err != nil {
@@ -72,15 +79,10 @@ func (p *Proxy) resync(dp *lb.Dataplane, np *nodeport.Dataplane) error {
 	return errors.Join(errs...)
 }
 
-// sync reprograms one Service (namespace/name) from the caches.
+// sync reprograms one Service (namespace/name) or one pod's hostPorts (pod:namespace/name)
+// from the caches.
 func (p *Proxy) sync(ctx context.Context, dp *lb.Dataplane, np *nodeport.Dataplane, key string) error {
-	want := map[lb.ServiceKey]lb.ServiceSpec{}
-	var wantExt map[nodeport.Key][]nodeport.Backend
-	var svc *corev1.Service
-	if o, ok := p.svcs.Get(splitKey(key)); ok {
-		svc = o.(*corev1.Service)
-		want, wantExt = p.desired(svc)
-	}
+	svc, want, wantExt := p.desiredFor(key)
 	p.mu.Lock()
 	old := p.owned[key]
 	p.mu.Unlock()
