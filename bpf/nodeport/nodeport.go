@@ -123,7 +123,7 @@ func (d *Dataplane) Attach(ifname string) error {
 	}{{"ingress", d.objs.SkiffNpIngress, ebpf.AttachTCXIngress}, {"egress", d.objs.SkiffNpEgress, ebpf.AttachTCXEgress}} {
 		l, err := d.attachOne(iface, ifname+"-"+h.name, h.prog, h.at)
 		if err != nil {
-			_ = closeAll(ls)
+			_ = lb.CloseLinks(ls)
 			return fmt.Errorf("nodeport: attach %s %s: %w", ifname, h.name, err)
 		}
 		ls = append(ls, l)
@@ -189,7 +189,7 @@ func (d *Dataplane) Set(k Key, bs []Backend) (cut bool, err error) {
 		if !b.Addr.Unmap().Is4() || b.Port == 0 {
 			return false, fmt.Errorf("nodeport: %v: backend %v must be IPv4 with a port", k, netip.AddrPortFrom(b.Addr, b.Port))
 		}
-		v.Be[i] = npNpBackend{Addr: addr4(b.Addr), Port: netPort(b.Port)}
+		v.Be[i] = npNpBackend{Addr: addr4(b.Addr), Port: lb.PortToNet(b.Port)}
 		if b.Local {
 			v.Be[i].Flags = 1
 		}
@@ -252,9 +252,9 @@ func dump(m *ebpf.Map) ([]Entry, error) {
 	var v npNpSvc
 	it := m.Iterate()
 	for it.Next(&k, &v) {
-		e := Entry{Key: Key{Addr: addrFrom4(k.Addr), Port: hostPort(k.Port), Proto: lb.Proto(k.Proto)}}
+		e := Entry{Key: Key{Addr: addrFrom4(k.Addr), Port: lb.PortFromNet(k.Port), Proto: lb.Proto(k.Proto)}}
 		for _, b := range v.Be[:min(int(v.Count), MaxBackends)] {
-			e.Backends = append(e.Backends, Backend{Addr: addrFrom4(b.Addr), Port: hostPort(b.Port), Local: b.Flags&1 != 0})
+			e.Backends = append(e.Backends, Backend{Addr: addrFrom4(b.Addr), Port: lb.PortFromNet(b.Port), Local: b.Flags&1 != 0})
 		}
 		out = append(out, e)
 	}
@@ -276,7 +276,7 @@ func (d *Dataplane) Close() error {
 	d.closed = true
 	var errs []error
 	for name, ls := range d.links {
-		errs = append(errs, closeAll(ls))
+		errs = append(errs, lb.CloseLinks(ls))
 		delete(d.links, name)
 	}
 	errs = append(errs, d.objs.Close())
@@ -289,9 +289,7 @@ func (d *Dataplane) Remove() error {
 	var errs []error
 	if !d.closed && d.pinPath != "" {
 		for _, ls := range d.links {
-			for _, l := range ls {
-				errs = append(errs, l.Unpin())
-			}
+			errs = append(errs, lb.UnpinLinks(ls))
 		}
 		for _, m := range []*ebpf.Map{d.objs.NpServices, d.objs.NpCt, d.objs.NpRev} {
 			errs = append(errs, m.Unpin())
@@ -303,21 +301,13 @@ func (d *Dataplane) Remove() error {
 	return errors.Join(errs...)
 }
 
-func closeAll(ls []link.Link) error {
-	var errs []error
-	for _, l := range ls {
-		errs = append(errs, l.Close())
-	}
-	return errors.Join(errs...)
-}
-
 var errClosed = errors.New("nodeport: dataplane is closed")
 
 func (k Key) raw() (npNpKey, error) {
 	if !k.Addr.Unmap().Is4() || k.Port == 0 || (k.Proto != lb.TCP && k.Proto != lb.UDP) {
 		return npNpKey{}, fmt.Errorf("nodeport: key %v must be an IPv4 address, a port and TCP or UDP", k)
 	}
-	return npNpKey{Addr: addr4(k.Addr), Port: netPort(k.Port), Proto: uint8(k.Proto)}, nil
+	return npNpKey{Addr: addr4(k.Addr), Port: lb.PortToNet(k.Port), Proto: uint8(k.Proto)}, nil
 }
 
 // addr4 holds a's bytes in memory in network order, as the C side reads them.
@@ -330,18 +320,6 @@ func addrFrom4(w uint32) netip.Addr {
 	var b [4]byte
 	binary.NativeEndian.PutUint32(b[:], w)
 	return netip.AddrFrom4(b)
-}
-
-func netPort(p uint16) uint16 {
-	var b [2]byte
-	binary.BigEndian.PutUint16(b[:], p)
-	return binary.NativeEndian.Uint16(b[:])
-}
-
-func hostPort(p uint16) uint16 {
-	var b [2]byte
-	binary.NativeEndian.PutUint16(b[:], p)
-	return binary.BigEndian.Uint16(b[:])
 }
 
 func compareKeys(a, b Key) int {
