@@ -60,8 +60,9 @@ func New(cfg controllerkit.Config) func() actorkit.Actor {
 		}
 		return nil
 	})
+	// A Service that stopped being a LoadBalancer is enqueued too: its ingress goes.
 	onSvc := func(o runtime.Object) {
-		if s := o.(*corev1.Service); isLB(s) {
+		if s := o.(*corev1.Service); isLB(s) || len(s.Status.LoadBalancer.Ingress) > 0 {
 			c.queue.Add(controllerkit.KeyOf(s))
 		}
 	}
@@ -168,11 +169,11 @@ func compareAddrs(a, b string) int {
 func (c *controller) sync(ctx context.Context, key string) error {
 	ns, name := controllerkit.SplitKey(key)
 	svc, ok := c.svcs.Get(ns, name)
-	if !ok || !isLB(svc) {
+	if !ok {
 		return nil
 	}
 	var ingress []corev1.LoadBalancerIngress
-	if c.holdsPorts(svc) {
+	if isLB(svc) && c.holdsPorts(svc) {
 		c.mu.Lock()
 		for _, a := range c.all {
 			ingress = append(ingress, corev1.LoadBalancerIngress{IP: a, IPMode: ptrTo(corev1.LoadBalancerIPModeVIP)})

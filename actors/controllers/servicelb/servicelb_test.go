@@ -83,4 +83,15 @@ func TestIngressFollowsNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ct.Wait(t, ingress("second", "10.0.0.9"))
+
+	// No longer a LoadBalancer: no ingress.
+	other := ct.Get[*corev1.Service](t, cp, "", "services", "default", "other")
+	other.Spec.Type = corev1.ServiceTypeClusterIP
+	other.Spec.ExternalTrafficPolicy = ""
+	other.Spec.AllocateLoadBalancerNodePorts = nil
+	other.Spec.Ports[0].NodePort = 0
+	if _, err := cp.Client.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	ct.Wait(t, ingress("other"))
 }
