@@ -122,8 +122,11 @@ func (a *proxyActor) load(ctx context.Context) (*lb.Dataplane, *nodeport.Datapla
 		dp, err := p.open()
 		var np *nodeport.Dataplane
 		if err == nil {
-			if np, err = p.openExternal(); err != nil {
-				dp.Close()
+			// Without the tc programs Services still work for the node's own clients; a node
+			// address on no interface (--node-ip behind NAT) must not take them down.
+			var nerr error
+			if np, nerr = p.openExternal(); nerr != nil {
+				p.cfg.Logger.Error("proxy: traffic from outside to node ports, LoadBalancers and hostPorts is not served on this node", "node", p.cfg.NodeName, "err", nerr)
 			}
 		}
 		if err == nil {
