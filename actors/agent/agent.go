@@ -100,6 +100,9 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.PodCIDR == "" {
 		cfg.PodCIDR = "10.88.0.0/16"
 	}
+	if cfg.NodeIP == "" {
+		cfg.NodeIP = kubelet.FirstIPv4()
+	}
 	if cfg.ClusterDNS == "" {
 		cfg.ClusterDNS = DefaultClusterDNS
 	}
@@ -145,8 +148,10 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	a.pids = append(a.pids, pid)
 	dns := kubelet.DNSConfig{ClusterDNS: []string{cfg.ClusterDNS}, ClusterDomain: cfg.ClusterDomain}
-	if pid, err = cfg.Actors.Spawn("kubelet", kubelet.New(kubelet.Config{Log: cfg.Log, Informers: cfg.Informers, Client: cfg.Client, NodeName: cfg.NodeName, Runtime: rt, PodCIDR: cfg.PodCIDR,
-		NodeIP: cfg.NodeIP, RenewInterval: cfg.RenewInterval, PodsViaAPI: cfg.PodsViaAPI, DNS: dns, Logger: cfg.Logger})); err != nil {
+	kcfg := kubelet.Config{Log: cfg.Log, Informers: cfg.Informers, Client: cfg.Client, NodeName: cfg.NodeName, Runtime: rt, PodCIDR: cfg.PodCIDR,
+		NodeIP: cfg.NodeIP, RenewInterval: cfg.RenewInterval, PodsViaAPI: cfg.PodsViaAPI, DNS: dns, Logger: cfg.Logger}
+	kcfg.Pods = kubelet.PodInformer(kcfg) // shared with the proxy, which serves hostPorts
+	if pid, err = cfg.Actors.Spawn("kubelet", kubelet.New(kcfg)); err != nil {
 		a.Stop()
 		return nil, err
 	}
@@ -168,7 +173,13 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 		a.pids = append(a.pids, pid)
 	}
-	a.Proxy = proxy.New(proxy.Config{Log: cfg.Log, Informers: cfg.Informers, NodeName: cfg.NodeName, Cgroups: []string{cgroup}, LocalDNS: dnsAddr, Logger: cfg.Logger})
+	nodeIP, err := netip.ParseAddr(cfg.NodeIP)
+	if err != nil {
+		a.Stop()
+		return nil, fmt.Errorf("node IP %q: %w", cfg.NodeIP, err)
+	}
+	a.Proxy = proxy.New(proxy.Config{Log: cfg.Log, Informers: cfg.Informers, NodeName: cfg.NodeName, Cgroups: []string{cgroup}, LocalDNS: dnsAddr,
+		NodeIPs: []netip.Addr{nodeIP.Unmap()}, Pods: kcfg.Pods, Logger: cfg.Logger})
 	if pid, err = cfg.Actors.Spawn("proxy", a.Proxy.Producer()); err != nil {
 		a.Stop()
 		return nil, err

@@ -356,14 +356,24 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 		if !changed(cur, next) && !s.log.Stale(key) {
 			return cur, casDecided, nil
 		}
+		undo, done, err := s.reallocateFor(ctx, k, cur, next, wo.dryRun)
+		if err != nil {
+			return nil, casDecided, err
+		}
 		if wo.dryRun {
 			return next, casDecided, nil
 		}
 		data, err := encodeForStorage(next)
 		if err != nil {
+			undo()
 			return nil, casDecided, apierrors.NewInternalError(err)
 		}
 		rev, err := s.log.Update(wctx, key, data, curRev, traceHeader(ctx))
+		if err != nil {
+			undo()
+		} else {
+			done()
+		}
 		if errors.Is(err, statelog.ErrConflict) || errors.Is(err, statelog.ErrNotFound) {
 			if pinned {
 				return nil, casDecided, conflict(k, name)

@@ -69,10 +69,38 @@ func (a *ipAllocator) release(ctx context.Context, ip string) {
 	_, _ = a.log.Delete(ctx, ipKeyPrefix+ip, 0, nil)
 }
 
-// allocateFor gives a new Service its ClusterIP; the returned func undoes it if the write fails.
+// allocateFor gives a new Service its ClusterIP and node ports; the returned func undoes it if
+// the write fails.
 func (s *Server) allocateFor(ctx context.Context, k *schemas.Kind, obj runtime.Object, dryRun bool) (func(), error) {
 	svc, ok := obj.(*corev1.Service)
-	if !ok || svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+	if !ok {
+		return func() {}, nil
+	}
+	releaseIP, err := s.allocateClusterIP(ctx, k, svc, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	undo, _, err := s.assignNodePorts(ctx, k, nil, svc, dryRun)
+	if err != nil {
+		releaseIP()
+		return nil, err
+	}
+	return func() { undo(); releaseIP() }, nil
+}
+
+// reallocateFor gives an updated Service the node ports its new spec needs: undo frees what it
+// took should the write fail, done frees what the old spec held and the new one does not.
+func (s *Server) reallocateFor(ctx context.Context, k *schemas.Kind, cur, next runtime.Object, dryRun bool) (undo, done func(), err error) {
+	c, ok1 := cur.(*corev1.Service)
+	n, ok2 := next.(*corev1.Service)
+	if !ok1 || !ok2 {
+		return func() {}, func() {}, nil
+	}
+	return s.assignNodePorts(ctx, k, c, n, dryRun)
+}
+
+func (s *Server) allocateClusterIP(ctx context.Context, k *schemas.Kind, svc *corev1.Service, dryRun bool) (func(), error) {
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		return func() {}, nil
 	}
 	owner := svc.Namespace + "/" + svc.Name
@@ -107,7 +135,14 @@ func (s *Server) allocateFor(ctx context.Context, k *schemas.Kind, obj runtime.O
 
 // releaseFor frees what a deleted object held.
 func (s *Server) releaseFor(ctx context.Context, k *schemas.Kind, obj runtime.Object) {
-	if svc, ok := obj.(*corev1.Service); ok && svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return
+	}
+	if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
 		s.ips.release(context.WithoutCancel(ctx), svc.Spec.ClusterIP)
+	}
+	for p := range heldNodePorts(svc) {
+		s.nodePorts.release(context.WithoutCancel(ctx), p)
 	}
 }

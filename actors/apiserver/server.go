@@ -48,10 +48,13 @@ type Options struct {
 	Log          *statelog.Log
 	MaxBodyBytes int64
 	ServiceCIDR  string // ClusterIPs are allocated from here; default 10.96.0.0/16
-	Mutating     []AdmissionFunc
-	Validating   []AdmissionFunc
-	Now          func() time.Time
-	NodeConn     *nats.Conn // reaches the node agents for pods/log and pods/exec; nil = not served
+	// NodePortRange ("LOW-HIGH") is where nodePorts and healthCheckNodePorts are allocated;
+	// default DefaultNodePortRange.
+	NodePortRange string
+	Mutating      []AdmissionFunc
+	Validating    []AdmissionFunc
+	Now           func() time.Time
+	NodeConn      *nats.Conn // reaches the node agents for pods/log and pods/exec; nil = not served
 	// Auth turns on authentication and RBAC (security.go); nil = everyone is system:masters.
 	Auth *Auth
 	// ClientQPS, ClientBurst and ClientInflight are each user's budget (ratelimit.go):
@@ -78,19 +81,20 @@ type Options struct {
 
 // Server is the API server's request handling; the actor in actor.go owns its lifecycle.
 type Server struct {
-	log     *statelog.Log
-	opts    Options
-	now     func() time.Time
-	ips     *ipAllocator
-	mux     *http.ServeMux
-	handler http.Handler
-	started time.Time
-	starts  atomic.Int64
-	events  *sharedEvents // watched objects decoded and encoded once for every watcher
-	pods    *podIndex     // pods by spec.nodeName, followed while the apiserver actor runs
-	openapi *openapi.Registry
-	crds    *crd.Registry                // the CustomResourceDefinitions served, followed likewise
-	crdGVs  map[schema.GroupVersion]bool // group versions whose OpenAPI documents CRDs give
+	log       *statelog.Log
+	opts      Options
+	now       func() time.Time
+	ips       *ipAllocator
+	nodePorts *portAllocator
+	mux       *http.ServeMux
+	handler   http.Handler
+	started   time.Time
+	starts    atomic.Int64
+	events    *sharedEvents // watched objects decoded and encoded once for every watcher
+	pods      *podIndex     // pods by spec.nodeName, followed while the apiserver actor runs
+	openapi   *openapi.Registry
+	crds      *crd.Registry                // the CustomResourceDefinitions served, followed likewise
+	crdGVs    map[schema.GroupVersion]bool // group versions whose OpenAPI documents CRDs give
 }
 
 // New builds a Server over an open state log.
@@ -113,7 +117,14 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{log: o.Log, opts: o, now: o.Now, ips: ips, started: o.Now(), events: newSharedEvents(defaultSharedEventBytes), pods: newPodIndex()}
+	if o.NodePortRange == "" {
+		o.NodePortRange = DefaultNodePortRange
+	}
+	nodePorts, err := newPortAllocator(o.Log, o.NodePortRange)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{log: o.Log, opts: o, now: o.Now, ips: ips, nodePorts: nodePorts, started: o.Now(), events: newSharedEvents(defaultSharedEventBytes), pods: newPodIndex()}
 	if o.ServiceAccountAdmission != nil { // first of the plugins, as kube orders them
 		s.opts.Mutating = append([]AdmissionFunc{s.admitServiceAccount}, o.Mutating...)
 	}

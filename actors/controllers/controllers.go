@@ -23,6 +23,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/pvcprotection"
 	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
 	"github.com/skiff-sh/skiff/actors/controllers/serviceaccount"
+	"github.com/skiff-sh/skiff/actors/controllers/servicelb"
 	"github.com/skiff-sh/skiff/actors/controllers/statefulset"
 	"github.com/skiff-sh/skiff/actors/controllers/ttlafterfinished"
 	"github.com/skiff-sh/skiff/actors/informer"
@@ -47,10 +48,11 @@ const (
 	StatefulSet      = "statefulset"
 	PersistentVolume = "persistentvolume-binder"
 	PVCProtection    = "pvc-protection"
+	ServiceLB        = "service-lb"
 )
 
 // All lists every controller.
-var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints, StatefulSet, PersistentVolume, PVCProtection}
+var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints, StatefulSet, PersistentVolume, PVCProtection, ServiceLB}
 
 // Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
@@ -117,6 +119,8 @@ func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit
 			producers[i] = disruption.New(cfg)
 		case Endpoints:
 			producers[i] = endpoints.New(cfg)
+		case ServiceLB:
+			producers[i] = servicelb.New(cfg)
 		case StatefulSet:
 			producers[i] = statefulset.New(cfg)
 		case PersistentVolume:

@@ -35,16 +35,18 @@ import (
 
 // Config says what to run.
 type Config struct {
-	DataDir      string // NATS JetStream store and kubeconfig; "" keeps everything in memory
-	NATSURL      string // external NATS; "" starts an embedded server
-	NATSPort     int    // embedded server's client port: 0 in-process only, -1 random
-	Listen       string // apiserver HTTP address, e.g. 127.0.0.1:6443; "" = no HTTP
-	ServiceCIDR  string
-	Replicas     int           // state stream replicas (3 on a NATS cluster)
-	Bookmarks    time.Duration // bookmark interval of watches
-	CompactEvery time.Duration // how often history older than CompactKeep is compacted; 0 = never
-	CompactKeep  time.Duration
-	Logger       *slog.Logger
+	DataDir     string // NATS JetStream store and kubeconfig; "" keeps everything in memory
+	NATSURL     string // external NATS; "" starts an embedded server
+	NATSPort    int    // embedded server's client port: 0 in-process only, -1 random
+	Listen      string // apiserver HTTP address, e.g. 127.0.0.1:6443; "" = no HTTP
+	ServiceCIDR string
+	// NodePortRange is the apiserver's --service-node-port-range ("" = 30000-32767).
+	NodePortRange string
+	Replicas      int           // state stream replicas (3 on a NATS cluster)
+	Bookmarks     time.Duration // bookmark interval of watches
+	CompactEvery  time.Duration // how often history older than CompactKeep is compacted; 0 = never
+	CompactKeep   time.Duration
+	Logger        *slog.Logger
 	// Components to run in this process; nil = all of them. Names: "apiserver", "scheduler",
 	// "controller-manager" (every controller) and single controllers (controllers.All:
 	// "deployment", "replicaset", ...). Without "apiserver" no API is served here (Listen is
@@ -263,7 +265,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 // startAPIServer serves the API over NATS (a queue group shared by every replica) and HTTP.
 func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	cfg := cp.cfg
-	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodeConn: cp.Conn,
+	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodePortRange: cfg.NodePortRange, NodeConn: cp.Conn,
 		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts, ServiceAccountAdmission: cfg.serviceAccountAdmission()})
 	if err != nil {
 		return err

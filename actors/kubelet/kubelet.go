@@ -52,12 +52,15 @@ type Config struct {
 	// the apiserver answers from its pods-by-node index; for a node agent in its own process.
 	// false: the shared pod cache of Informers (skiff up, where the scheduler holds it anyway).
 	PodsViaAPI bool
-	NodeName   string            // required
-	Runtime    *kruntime.Runtime // required; the agent never closes it
-	NodeIP     string            // InternalIP and pods' hostIP; default: the first non-loopback IPv4
-	PodCIDR    string            // written into spec.podCIDR
-	Labels     map[string]string // extra node labels
-	DNS        DNSConfig         // pods' resolv.conf (dns.go)
+	// Pods is that cache when the agent shares it (with the proxy, for hostPorts); nil = made
+	// here (PodInformer). The kubelet runs it when PodsViaAPI.
+	Pods     *informer.Informer
+	NodeName string            // required
+	Runtime  *kruntime.Runtime // required; the agent never closes it
+	NodeIP   string            // InternalIP and pods' hostIP; default: the first non-loopback IPv4
+	PodCIDR  string            // written into spec.podCIDR
+	Labels   map[string]string // extra node labels
+	DNS      DNSConfig         // pods' resolv.conf (dns.go)
 	// LocalPathDir holds the node's local-path volumes (the default StorageClass); it is
 	// published on the Node (skiff.io/local-path-dir). Default: local-path in the runtime's
 	// data directory.
@@ -101,7 +104,7 @@ func (c *Config) defaults() {
 		c.Logger = slog.Default()
 	}
 	if c.NodeIP == "" {
-		c.NodeIP = firstIPv4()
+		c.NodeIP = FirstIPv4()
 	}
 	if c.LocalPathDir == "" && c.Runtime != nil {
 		c.LocalPathDir = filepath.Join(c.Runtime.Root(), "local-path")
@@ -142,7 +145,7 @@ func New(cfg Config) func() actorkit.Actor {
 	cfg.defaults()
 	k := &kubelet{
 		cfg: cfg, rt: cfg.Runtime, client: cfg.Client,
-		pods:     podInformer(cfg),
+		pods:     cfg.Pods,
 		nodes:    cfg.Informers.For("", "nodes"),
 		services: cfg.Informers.For("", "services"),
 		recorder: events.New(cfg.Client, "kubelet", cfg.NodeName),
@@ -152,19 +155,25 @@ func New(cfg Config) func() actorkit.Actor {
 		keys:     map[types.UID]string{},
 		started:  map[types.UID]bool{},
 	}
+	if k.pods == nil {
+		k.pods = PodInformer(cfg)
+	}
 	k.probes = newProbeManager(k)
 	k.volumes = &volumes.Manager{PodDir: cfg.Runtime.PodDir, Objects: apiObjects{k}, Claims: apiObjects{k}, Token: newTokenCache(cfg.Client).get, LocalPathDir: cfg.LocalPathDir}
 	k.pods.AddIndexer(informer.IndexNodeName, informer.PodNodeName)
 	return func() actorkit.Actor { return &kubeletActor{k: k} }
 }
 
-// podInformer is the cache of pods the kubelet reads: see Config.PodsViaAPI.
-func podInformer(cfg Config) *informer.Informer {
-	if !cfg.PodsViaAPI {
-		return cfg.Informers.For("", "pods")
+// PodInformer is the cache of pods the kubelet reads: see Config.PodsViaAPI. Its pods are
+// indexed by informer.IndexNodeName.
+func PodInformer(cfg Config) *informer.Informer {
+	inf := cfg.Informers.For("", "pods")
+	if cfg.PodsViaAPI {
+		kind, _ := schemas.ByResource("", "v1", "pods")
+		inf = informer.NewFrom(&informer.APISource{Client: cfg.Client, Kind: kind, FieldSelector: "spec.nodeName=" + cfg.NodeName}, kind, "")
 	}
-	kind, _ := schemas.ByResource("", "v1", "pods")
-	return informer.NewFrom(&informer.APISource{Client: cfg.Client, Kind: kind, FieldSelector: "spec.nodeName=" + cfg.NodeName}, kind, "")
+	inf.AddIndexer(informer.IndexNodeName, informer.PodNodeName)
+	return inf
 }
 
 // observe notes a change of one of this node's pods (its UID for runtime events, its write's
@@ -284,7 +293,8 @@ func (k *kubelet) removeOrphans(ctx context.Context) {
 	}
 }
 
-func firstIPv4() string {
+// FirstIPv4 is the default node address: the first non-loopback IPv4 of the host.
+func FirstIPv4() string {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return ""

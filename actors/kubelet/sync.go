@@ -285,14 +285,7 @@ func (k *kubelet) podRuntime(ctx context.Context, uid types.UID) (*kruntime.Sand
 func sandboxConfig(pod *corev1.Pod, dns resolvconf.Config) kruntime.SandboxConfig {
 	sc := kruntime.SandboxConfig{PodUID: string(pod.UID), PodName: pod.Name, PodNamespace: pod.Namespace, Hostname: pod.Spec.Hostname,
 		DNSServers: dns.Nameservers, DNSSearches: dns.Searches, DNSOptions: dns.Options}
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.HostPort > 0 {
-				sc.PortMappings = append(sc.PortMappings, kruntime.PortMapping{HostPort: p.HostPort, ContainerPort: p.ContainerPort,
-					Protocol: strings.ToLower(string(p.Protocol)), HostIP: p.HostIP})
-			}
-		}
-	}
+	// hostPorts are the node proxy's (eBPF), not portmap's: see actors/proxy/hostports.go.
 	return sc
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bpf/lb"
+	"github.com/skiff-sh/skiff/bpf/nodeport"
 )
 
 // Producer returns the actor producer to give to actorkit.System.Spawn.
@@ -28,7 +30,9 @@ type proxyActor struct {
 	p      *Proxy
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	dp     *lb.Dataplane // set by run, read after wg.Wait
+	dp     *lb.Dataplane       // set by run, read after wg.Wait
+	np     *nodeport.Dataplane // likewise; nil when the node serves no node ports
+	hc     *healthChecks       // this incarnation's health check listeners
 	q      workqueue.TypedRateLimitingInterface[string]
 	subs   informer.Subscriptions // this incarnation's
 }
@@ -61,6 +65,11 @@ func (a *proxyActor) start(actx actorkit.Context) {
 	p.queue = a.q
 	p.mu.Unlock()
 	sys, self := actorkit.SystemOf(actx), actx.Self()
+	a.hc = &healthChecks{bySvc: map[string]*healthServer{},
+		goFn: func(name string, fn func(context.Context)) { sys.GoFrom(self, name, fn) }}
+	p.mu.Lock()
+	p.hc = a.hc
+	p.mu.Unlock()
 	for inf, h := range p.handlers {
 		a.subs.Add(sys, self, inf, h)
 	}
@@ -71,15 +80,15 @@ func (a *proxyActor) start(actx actorkit.Context) {
 
 func (a *proxyActor) run(ctx context.Context) {
 	p := a.p
-	dp := a.load(ctx)
+	dp, np := a.load(ctx)
 	if dp == nil {
 		return
 	}
-	if !p.svcs.WaitForSync(ctx) || !p.slices.WaitForSync(ctx) {
+	if !p.svcs.WaitForSync(ctx) || !p.slices.WaitForSync(ctx) || (p.pods != nil && !p.pods.WaitForSync(ctx)) {
 		return
 	}
 	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-		err := p.resync(dp)
+		err := p.resync(dp, np)
 		if err == nil {
 			break
 		}
@@ -96,7 +105,7 @@ func (a *proxyActor) run(ctx context.Context) {
 		if quit {
 			return
 		}
-		if err := p.tracedSync(dp, key); err != nil && ctx.Err() == nil {
+		if err := p.tracedSync(dp, np, key); err != nil && ctx.Err() == nil {
 			p.cfg.Logger.Warn("proxy sync failed; requeued", "service", key, "err", err)
 			a.q.AddRateLimited(key)
 		} else {
@@ -106,21 +115,30 @@ func (a *proxyActor) run(ctx context.Context) {
 	}
 }
 
-// load loads and attaches the dataplane, retrying until it works or ctx ends.
-func (a *proxyActor) load(ctx context.Context) *lb.Dataplane {
+// load loads and attaches the dataplanes, retrying until they work or ctx ends.
+func (a *proxyActor) load(ctx context.Context) (*lb.Dataplane, *nodeport.Dataplane) {
 	p := a.p
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 10*time.Second) {
 		dp, err := p.open()
+		var np *nodeport.Dataplane
 		if err == nil {
-			a.dp = dp
+			// Without the tc programs Services still work for the node's own clients; a node
+			// address on no interface (--node-ip behind NAT) must not take them down.
+			var nerr error
+			if np, nerr = p.openExternal(); nerr != nil {
+				p.cfg.Logger.Error("proxy: traffic from outside to node ports, LoadBalancers and hostPorts is not served on this node", "node", p.cfg.NodeName, "err", nerr)
+			}
+		}
+		if err == nil {
+			a.dp, a.np = dp, np
 			p.mu.Lock()
-			p.dp = dp
+			p.dp, p.np = dp, np
 			p.mu.Unlock()
-			return dp
+			return dp, np
 		}
 		p.cfg.Logger.Error("proxy dataplane", "node", p.cfg.NodeName, "err", err)
 		if !sleep(ctx, backoff) {
-			return nil
+			return nil, nil
 		}
 	}
 }
@@ -179,17 +197,29 @@ func (a *proxyActor) stop(cleanup bool) {
 	if p.queue == a.q {
 		p.queue = nil
 	}
-	p.dp = nil
+	p.dp, p.np = nil, nil
+	if p.hc == a.hc {
+		p.hc = nil
+	}
 	p.synced = false
 	p.mu.Unlock()
+	a.hc.closeAll()
 	var err error
+	if a.np != nil {
+		if cleanup {
+			err = a.np.Remove()
+		} else {
+			err = a.np.Close()
+		}
+		a.np = nil
+	}
 	switch {
 	case cleanup && a.dp != nil:
-		err = a.dp.Remove()
+		err = errors.Join(err, a.dp.Remove())
 	case cleanup:
-		err = removePinned(p.cfg.PinDir)
+		err = errors.Join(err, removePinned(p.cfg.PinDir))
 	case a.dp != nil:
-		err = a.dp.Close()
+		err = errors.Join(err, a.dp.Close())
 	}
 	if err != nil {
 		p.cfg.Logger.Warn("proxy stop", "node", p.cfg.NodeName, "cleanup", cleanup, "err", err)

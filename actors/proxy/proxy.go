@@ -7,6 +7,7 @@ package proxy
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bpf/lb"
+	"github.com/skiff-sh/skiff/bpf/nodeport"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/tracing"
 )
@@ -50,6 +52,14 @@ type Config struct {
 	// LocalDNS is this node's cluster DNS server: when set, the KubeDNS Service is routed
 	// there (Local) instead of to its endpoints.
 	LocalDNS netip.AddrPort
+	// NodeIPs are this node's addresses: NodePort and LoadBalancer Services are served there
+	// (none: not served). Interfaces get the tc programs for traffic from outside (default:
+	// the interfaces holding NodeIPs).
+	NodeIPs    []netip.Addr
+	Interfaces []string
+	// Pods is the cache of this node's pods (the kubelet's, indexed by informer.IndexNodeName):
+	// their hostPorts are served at NodeIPs. nil: hostPorts are not served.
+	Pods *informer.Informer
 	// Maps sizes the maps (PinPath is ignored: PinDir is used).
 	Maps   lb.Options
 	Logger *slog.Logger
@@ -68,16 +78,20 @@ type Proxy struct {
 	cfg      Config
 	svcs     *informer.Informer
 	slices   *informer.Informer
+	pods     *informer.Informer // nil: no hostPorts
 	handlers map[*informer.Informer]informer.Handler
 
-	mu     sync.Mutex
-	owned  map[string][]lb.ServiceKey                   // service key -> programmed ports
-	owner  map[lb.ServiceKey]string                     // programmed port -> service key
-	queue  workqueue.TypedRateLimitingInterface[string] // current incarnation's
-	dp     *lb.Dataplane                                // current incarnation's, nil between
-	synced bool
-	stats  Stats
-	links  tracing.Links // the writes that woke each Service, for its sync's span
+	mu       sync.Mutex
+	owned    map[string][]lb.ServiceKey                   // service key -> programmed ports
+	owner    map[lb.ServiceKey]string                     // programmed port -> service key
+	queue    workqueue.TypedRateLimitingInterface[string] // current incarnation's
+	dp       *lb.Dataplane                                // current incarnation's, nil between
+	np       *nodeport.Dataplane                          // likewise (nil: no node ports served)
+	hc       *healthChecks                                // likewise
+	extOwned map[string][]nodeport.Key                    // service key -> programmed tc entries
+	synced   bool
+	stats    Stats
+	links    tracing.Links // the writes that woke each Service, for its sync's span
 }
 
 // New prepares a proxy; spawn Producer() on an actorkit.System to run it.
@@ -89,11 +103,13 @@ func New(cfg Config) *Proxy {
 		cfg.Logger = slog.Default()
 	}
 	p := &Proxy{
-		cfg:    cfg,
-		svcs:   cfg.Informers.For("", "services"),
-		slices: cfg.Informers.For("discovery.k8s.io", "endpointslices"),
-		owned:  map[string][]lb.ServiceKey{},
-		owner:  map[lb.ServiceKey]string{},
+		cfg:      cfg,
+		svcs:     cfg.Informers.For("", "services"),
+		slices:   cfg.Informers.For("discovery.k8s.io", "endpointslices"),
+		pods:     cfg.Pods,
+		owned:    map[string][]lb.ServiceKey{},
+		owner:    map[lb.ServiceKey]string{},
+		extOwned: map[string][]nodeport.Key{},
 	}
 	// The Service -> slices index lives in the informer, updated with its cache: complete as
 	// soon as the cache has synced. (An index the proxy built from the events in its mailbox
@@ -123,6 +139,9 @@ func New(cfg Config) *Proxy {
 			},
 			Delete: func(o runtime.Object) { p.sliceChanged(o.(*discoveryv1.EndpointSlice), nil) },
 		},
+	}
+	if p.pods != nil {
+		p.handlers[p.pods] = p.podHandler()
 	}
 	return p
 }
@@ -174,17 +193,21 @@ func (p *Proxy) enqueue(key string) {
 // IndexService files EndpointSlices under the namespace/name of their Service.
 const IndexService = "endpointslice-service"
 
-// desired computes one Service's entries from the caches.
-func (p *Proxy) desired(svc *corev1.Service) map[lb.ServiceKey]lb.ServiceSpec {
+// desired computes one Service's entries from the caches: the socket LB's and the tc
+// programs' (outside traffic to node ports and LoadBalancer addresses).
+func (p *Proxy) desired(svc *corev1.Service) (map[lb.ServiceKey]lb.ServiceSpec, map[nodeport.Key][]nodeport.Backend) {
 	if p.cfg.LocalDNS.IsValid() && keyOf(svc.Namespace, svc.Name) == KubeDNS {
-		return Local(svc, p.cfg.LocalDNS)
+		return Local(svc, p.cfg.LocalDNS), nil
 	}
 	objs := p.slices.ByIndex(IndexService, keyOf(svc.Namespace, svc.Name))
 	eps := make([]*discoveryv1.EndpointSlice, 0, len(objs))
 	for _, o := range objs {
 		eps = append(eps, o.(*discoveryv1.EndpointSlice))
 	}
-	return Desired(svc, eps, p.cfg.NodeName)
+	want := Desired(svc, eps, p.cfg.NodeName)
+	sock, tc := External(svc, eps, p.cfg.NodeName, p.cfg.NodeIPs)
+	maps.Copy(want, sock)
+	return want, tc
 }
 
 // Stats returns the counters.
@@ -224,3 +247,8 @@ type ServiceDump = lb.ServiceDump
 // ReadPinned reads what a node's proxy programmed from its pinned maps,
 // with no proxy or control plane running (root on the node, like bpftool).
 func ReadPinned(pinDir string) ([]ServiceDump, error) { return lb.DumpPinned(pinDir) }
+
+// ReadPinnedExternal reads the tc entries for outside traffic a node's proxy pinned.
+func ReadPinnedExternal(pinDir string) ([]nodeport.Entry, error) {
+	return nodeport.DumpPinned(filepath.Join(pinDir, "nodeport"))
+}

@@ -37,6 +37,7 @@ type env struct {
 	n      int
 	// informers the next proxy reads; nil = the control plane's (synced long ago)
 	informers *informer.Factory
+	nodeIPs   []netip.Addr // the next proxy's Config.NodeIPs
 }
 
 func newEnv(t *testing.T) *env {
@@ -77,8 +78,9 @@ func (e *env) startProxy(cleanup bool) *running {
 	}
 	p := New(Config{
 		Log: e.cp.Log, Informers: informers, NodeName: "node-a", Cgroups: []string{e.cgroup}, PinDir: e.pin, Cleanup: cleanup,
-		Netns: func() []string { return []string{e.client.Netns} },
-		Maps:  lb.Options{MaxServices: 4096, MaxBackends: 16384, AffinityEntries: 4096, SocketEntries: 4096},
+		Netns:   func() []string { return []string{e.client.Netns} },
+		NodeIPs: e.nodeIPs,
+		Maps:    lb.Options{MaxServices: 4096, MaxBackends: 16384, AffinityEntries: 4096, SocketEntries: 4096},
 	})
 	pid, err := e.cp.Actors.Spawn(fmt.Sprintf("proxy-%d", e.n), p.Producer())
 	if err != nil {

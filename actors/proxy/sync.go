@@ -9,29 +9,47 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-sh/skiff/bpf/lb"
+	"github.com/skiff-sh/skiff/bpf/nodeport"
 )
 
 // resync makes the kernel maps equal to the caches, touching only the
 // Service ports that differ from what Dump reads: after a restart of the
 // proxy nothing is rewritten unless something changed meanwhile.
-func (p *Proxy) resync(dp *lb.Dataplane) error {
+func (p *Proxy) resync(dp *lb.Dataplane, np *nodeport.Dataplane) error {
+	var errs []error
 	want := map[lb.ServiceKey]lb.ServiceSpec{}
 	owner := map[lb.ServiceKey]string{}
 	owned := map[string][]lb.ServiceKey{}
-	for _, o := range p.svcs.List(nil) {
-		svc := o.(*corev1.Service)
-		key := keyOf(svc.Namespace, svc.Name)
-		for k, s := range p.desired(svc) {
+	wantExt := map[nodeport.Key][]nodeport.Backend{}
+	ownerExt := map[nodeport.Key]string{}
+	add := func(key string, sock map[lb.ServiceKey]lb.ServiceSpec, tc map[nodeport.Key][]nodeport.Backend) {
+		for k, s := range sock {
 			want[k], owner[k] = s, key
 			owned[key] = append(owned[key], k)
 		}
+		for k, bs := range tc {
+			wantExt[k], ownerExt[k] = bs, key
+		}
+	}
+	for _, o := range p.svcs.List(nil) {
+		svc := o.(*corev1.Service)
+		key := keyOf(svc.Namespace, svc.Name)
+		sock, tc := p.desired(svc)
+		if np != nil {
+			port, local := healthCheckOf(svc, tc)
+			errs = append(errs, p.healthChecks().set(key, port, local))
+		}
+		add(key, sock, tc)
+	}
+	for _, pod := range p.hostPortPods() {
+		sock, tc := HostPorts(pod, p.cfg.NodeIPs)
+		add(podKey(pod), sock, tc)
 	}
 	have, err := dp.Dump()
 	if err != nil {
 		return err
 	}
 	var st Stats
-	var errs []error
 	seen := map[lb.ServiceKey]bool{}
 	for _, h := range have {
 		seen[h.Key] = true
@@ -57,15 +75,14 @@ func (p *Proxy) resync(dp *lb.Dataplane) error {
 	p.add(st)
 	p.stats.Syncs++
 	p.mu.Unlock()
+	errs = append(errs, p.resyncExternal(np, wantExt, ownerExt))
 	return errors.Join(errs...)
 }
 
-// sync reprograms one Service (namespace/name) from the caches.
-func (p *Proxy) sync(ctx context.Context, dp *lb.Dataplane, key string) error {
-	want := map[lb.ServiceKey]lb.ServiceSpec{}
-	if o, ok := p.svcs.Get(splitKey(key)); ok {
-		want = p.desired(o.(*corev1.Service))
-	}
+// sync reprograms one Service (namespace/name) or one pod's hostPorts (pod:namespace/name)
+// from the caches.
+func (p *Proxy) sync(ctx context.Context, dp *lb.Dataplane, np *nodeport.Dataplane, key string) error {
+	svc, want, wantExt := p.desiredFor(key)
 	p.mu.Lock()
 	old := p.owned[key]
 	p.mu.Unlock()
@@ -106,6 +123,11 @@ func (p *Proxy) sync(ctx context.Context, dp *lb.Dataplane, key string) error {
 	}
 	p.add(st)
 	p.mu.Unlock()
+	errs = append(errs, p.syncExternal(np, key, wantExt))
+	if np != nil {
+		port, local := healthCheckOf(svc, wantExt)
+		errs = append(errs, p.healthChecks().set(key, port, local))
+	}
 	traceSync(ctx, want, st)
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skiff-sh/skiff/bpf/lb"
+	"github.com/skiff-sh/skiff/bpf/nodeport"
 	"github.com/skiff-sh/skiff/internal/tracing"
 )
 
@@ -25,7 +26,7 @@ func (p *Proxy) noteSlice(svcKey, namespace, name string) {
 // tracedSync reprograms one Service in the span "proxy update service maps": a child of the
 // newest Service or EndpointSlice write that woke it (the endpointslice controller's write
 // when a pod turned Ready), linked to the other writes the sync folds in.
-func (p *Proxy) tracedSync(dp *lb.Dataplane, key string) error {
+func (p *Proxy) tracedSync(dp *lb.Dataplane, np *nodeport.Dataplane, key string) error {
 	causes := p.links.Take(key)
 	ctx := context.Background()
 	var opts []trace.SpanStartOption
@@ -35,7 +36,7 @@ func (p *Proxy) tracedSync(dp *lb.Dataplane, key string) error {
 	}
 	opts = append(opts, trace.WithAttributes(attribute.String("k8s.service", key), attribute.String("k8s.node.name", p.cfg.NodeName)))
 	ctx, span := otel.Tracer("skiff/proxy").Start(ctx, "proxy update service maps", opts...)
-	err := p.sync(ctx, dp, key)
+	err := p.sync(ctx, dp, np, key)
 	tracing.End(span, err)
 	return err
 }

@@ -168,9 +168,9 @@ func (d *Dataplane) Detach(cgroupPath string) error {
 	}
 	delete(d.links, path)
 	if d.pinPath != "" {
-		return errors.Join(unpinAll(ls), closeAll(ls), os.RemoveAll(d.linkDir(path)))
+		return errors.Join(UnpinLinks(ls), CloseLinks(ls), os.RemoveAll(d.linkDir(path)))
 	}
-	return closeAll(ls)
+	return CloseLinks(ls)
 }
 
 // ProgramIDs returns the kernel IDs of the loaded programs (for diagnostics
@@ -209,7 +209,7 @@ func (d *Dataplane) Close() error {
 	d.closed = true
 	var errs []error
 	for path, ls := range d.links {
-		errs = append(errs, closeAll(ls))
+		errs = append(errs, CloseLinks(ls))
 		delete(d.links, path)
 	}
 	if d.term != nil {
@@ -219,7 +219,8 @@ func (d *Dataplane) Close() error {
 	return errors.Join(errs...)
 }
 
-func closeAll(ls []link.Link) error {
+// CloseLinks closes every link (a pinned one stays attached).
+func CloseLinks(ls []link.Link) error {
 	var errs []error
 	for _, l := range ls {
 		errs = append(errs, l.Close())

@@ -88,7 +88,8 @@ func sameCgroup(l link.Link, path string) bool {
 	return info.Cgroup().CgroupId == st.Ino
 }
 
-func unpinAll(ls []link.Link) error {
+// UnpinLinks removes the pins of every link: closing them then detaches them.
+func UnpinLinks(ls []link.Link) error {
 	var errs []error
 	for _, l := range ls {
 		errs = append(errs, l.Unpin())
@@ -104,7 +105,7 @@ func (d *Dataplane) Remove() error {
 	var errs []error
 	if !d.closed && d.pinPath != "" {
 		for _, ls := range d.links {
-			errs = append(errs, unpinAll(ls))
+			errs = append(errs, UnpinLinks(ls))
 		}
 		for _, m := range []*ebpf.Map{d.objs.Services, d.objs.Backends, d.objs.Members, d.objs.Affinity, d.objs.UdpFwd, d.objs.UdpRev} {
 			errs = append(errs, m.Unpin())

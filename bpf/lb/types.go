@@ -117,33 +117,34 @@ func addrFrom16(w [4]uint32) netip.Addr {
 	return netip.AddrFrom16(b).Unmap()
 }
 
-// netPort stores p so that its bytes in memory are in network order.
-func netPort(p uint16) uint16 {
+// PortToNet stores p so that its bytes in memory are in network order, as the maps hold ports.
+func PortToNet(p uint16) uint16 {
 	var b [2]byte
 	binary.BigEndian.PutUint16(b[:], p)
 	return binary.NativeEndian.Uint16(b[:])
 }
 
-func hostPort(p uint16) uint16 {
+// PortFromNet reads a port the maps hold.
+func PortFromNet(p uint16) uint16 {
 	var b [2]byte
 	binary.NativeEndian.PutUint16(b[:], p)
 	return binary.BigEndian.Uint16(b[:])
 }
 
 func (k ServiceKey) raw() sockLbSvcKey {
-	return sockLbSvcKey{Addr: addr16(k.VIP), Port: netPort(k.Port), Proto: uint8(k.Proto)}
+	return sockLbSvcKey{Addr: addr16(k.VIP), Port: PortToNet(k.Port), Proto: uint8(k.Proto)}
 }
 
 func keyFromRaw(r sockLbSvcKey) ServiceKey {
-	return ServiceKey{VIP: addrFrom16(r.Addr), Port: hostPort(r.Port), Proto: Proto(r.Proto)}
+	return ServiceKey{VIP: addrFrom16(r.Addr), Port: PortFromNet(r.Port), Proto: Proto(r.Proto)}
 }
 
 func (b Backend) raw() sockLbBackend {
-	return sockLbBackend{Addr: addr16(b.Addr), Port: netPort(b.Port)}
+	return sockLbBackend{Addr: addr16(b.Addr), Port: PortToNet(b.Port)}
 }
 
 func backendFromRaw(r sockLbBackend) Backend {
-	return Backend{Addr: addrFrom16(r.Addr), Port: hostPort(r.Port)}
+	return Backend{Addr: addrFrom16(r.Addr), Port: PortFromNet(r.Port)}
 }
 
 func (k ServiceKey) validate() error {

@@ -36,13 +36,29 @@ func serviceAllocated(n, o *corev1.Service) {
 	for _, p := range o.Spec.Ports {
 		nodePorts[p.Port] = p.NodePort
 	}
+	// A type that needs no node ports drops the ones it kept from the old object, as kube's
+	// dropTypeDependentFields does (one the client set anew is left for validation to refuse).
 	external := n.Spec.Type == corev1.ServiceTypeNodePort || n.Spec.Type == corev1.ServiceTypeLoadBalancer
 	for i := range n.Spec.Ports {
-		if p := &n.Spec.Ports[i]; external && p.NodePort == 0 {
+		switch p := &n.Spec.Ports[i]; {
+		case external && p.NodePort == 0:
 			p.NodePort = nodePorts[p.Port]
+		case !external && p.NodePort != 0 && p.NodePort == nodePorts[p.Port]:
+			p.NodePort = 0
 		}
 	}
-	if n.Spec.Type == corev1.ServiceTypeLoadBalancer && n.Spec.HealthCheckNodePort == 0 {
+	if !external && n.Spec.ExternalTrafficPolicy == o.Spec.ExternalTrafficPolicy {
+		n.Spec.ExternalTrafficPolicy = ""
+	}
+	if n.Spec.Type != corev1.ServiceTypeLoadBalancer && n.Spec.AllocateLoadBalancerNodePorts != nil && o.Spec.AllocateLoadBalancerNodePorts != nil &&
+		*n.Spec.AllocateLoadBalancerNodePorts == *o.Spec.AllocateLoadBalancerNodePorts {
+		n.Spec.AllocateLoadBalancerNodePorts = nil
+	}
+	healthCheck := n.Spec.Type == corev1.ServiceTypeLoadBalancer && n.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+	switch {
+	case healthCheck && n.Spec.HealthCheckNodePort == 0:
 		n.Spec.HealthCheckNodePort = o.Spec.HealthCheckNodePort
+	case !healthCheck && n.Spec.HealthCheckNodePort == o.Spec.HealthCheckNodePort:
+		n.Spec.HealthCheckNodePort = 0
 	}
 }

@@ -47,6 +47,14 @@ func Service(s *corev1.Service) field.ErrorList {
 			errs = append(errs, oneOf(sp.ExternalTrafficPolicy, etp, corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal)...)
 		}
 	}
+	if sp.HealthCheckNodePort != 0 {
+		hp := specPath.Child("healthCheckNodePort")
+		if sp.Type != corev1.ServiceTypeLoadBalancer || sp.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+			errs = append(errs, field.Invalid(hp, sp.HealthCheckNodePort, "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"))
+		} else {
+			errs = append(errs, messages(hp, sp.HealthCheckNodePort, validation.IsValidPortNum(int(sp.HealthCheckNodePort)))...)
+		}
+	}
 	for i, ip := range sp.ExternalIPs {
 		errs = append(errs, validation.IsValidIP(specPath.Child("externalIPs").Index(i), ip)...)
 	}
@@ -127,6 +135,7 @@ func servicePorts(sp *corev1.ServiceSpec) field.ErrorList {
 	var errs field.ErrorList
 	names := sets.New[string]()
 	keys := sets.New[portKey]()
+	nodePorts := sets.New[portKey]()
 	for i, port := range sp.Ports {
 		pp := specPath.Child("ports").Index(i)
 		switch {
@@ -149,6 +158,11 @@ func servicePorts(sp *corev1.ServiceSpec) field.ErrorList {
 				errs = append(errs, field.Forbidden(pp.Child("nodePort"), "may not be used when `type` is '"+string(sp.Type)+"'"))
 			} else {
 				errs = append(errs, messages(pp.Child("nodePort"), port.NodePort, validation.IsValidPortNum(int(port.NodePort)))...)
+			}
+			if nk := (portKey{port.NodePort, port.Protocol}); nodePorts.Has(nk) {
+				errs = append(errs, field.Duplicate(pp.Child("nodePort"), port.NodePort))
+			} else {
+				nodePorts.Insert(nk)
 			}
 		}
 		k := portKey{port.Port, port.Protocol}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skiff-sh/skiff/actors/proxy"
+	"github.com/skiff-sh/skiff/bpf/nodeport"
 )
 
 func newProxy(_ *globals) *cobra.Command {
@@ -35,7 +37,14 @@ func newProxy(_ *globals) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("reading %s (is the proxy running on this node, and are you root?): %w", dir, err)
 			}
-			return writeProxyDump(cmd.OutOrStdout(), ds)
+			ext, err := proxy.ReadPinnedExternal(dir)
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", dir, err)
+			}
+			if err := writeProxyDump(cmd.OutOrStdout(), ds); err != nil {
+				return err
+			}
+			return writeExternalDump(cmd.OutOrStdout(), ext)
 		},
 	}
 	dump.Flags().StringVar(&node, "node", "", "node name (default: the hostname)")
@@ -62,6 +71,32 @@ func writeProxyDump(w io.Writer, ds []proxy.ServiceDump) error {
 			list = "<none>"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Key, aff, list)
+	}
+	return tw.Flush()
+}
+
+// writeExternalDump prints the tc entries for outside traffic (node ports, LoadBalancer
+// addresses); a backend on this node is marked (local): it sees the client's address.
+func writeExternalDump(w io.Writer, es []nodeport.Entry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "EXTERNAL\tBACKENDS")
+	for _, e := range es {
+		bes := make([]string, len(e.Backends))
+		for i, b := range e.Backends {
+			bes[i] = netip.AddrPortFrom(b.Addr, b.Port).String()
+			if b.Local {
+				bes[i] += "(local)"
+			}
+		}
+		list := strings.Join(bes, ",")
+		if list == "" {
+			list = "<none>"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", e.Key, list)
 	}
 	return tw.Flush()
 }

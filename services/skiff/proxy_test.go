@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/skiff-sh/skiff/bpf/lb"
+	"github.com/skiff-sh/skiff/bpf/nodeport"
 )
 
 func TestWriteProxyDump(t *testing.T) {
@@ -60,6 +61,15 @@ func TestProxyDumpReadsPinnedMaps(t *testing.T) {
 	}
 	dp.Close() // the pins keep the maps
 	t.Cleanup(func() { _ = os.RemoveAll(pin) })
+	np, err := nodeport.Load(nodeport.Options{PinPath: filepath.Join(pin, "nodeport")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nk := nodeport.Key{Addr: netip.MustParseAddr("10.9.0.2"), Port: 30080, Proto: lb.TCP}
+	if _, err := np.Set(nk, []nodeport.Backend{{Addr: netip.MustParseAddr("10.1.0.5"), Port: 8080, Local: true}}); err != nil {
+		t.Fatal(err)
+	}
+	np.Close()
 
 	cmd := newProxy(&globals{})
 	var out bytes.Buffer
@@ -68,7 +78,8 @@ func TestProxyDumpReadsPinnedMaps(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "10.96.0.10:80/TCP") || !strings.Contains(out.String(), "127.0.0.2:8080") {
+	if !strings.Contains(out.String(), "10.96.0.10:80/TCP") || !strings.Contains(out.String(), "127.0.0.2:8080") ||
+		!strings.Contains(out.String(), "10.9.0.2:30080/TCP  10.1.0.5:8080(local)") {
 		t.Fatalf("dump output:\n%s", out.String())
 	}
 	cmd = newProxy(&globals{})

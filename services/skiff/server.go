@@ -25,6 +25,7 @@ func controlPlaneFlags(f *pflag.FlagSet, cfg *controlplane.Config, node *nodeFla
 	f.IntVar(&cfg.NATSPort, "nats-port", 4222, "embedded NATS client port (0 = in-process only)")
 	f.IntVar(&cfg.Replicas, "replicas", 1, "replicas of the state stream and the lease bucket (3 on a NATS cluster)")
 	f.StringVar(&cfg.ServiceCIDR, "service-cidr", "10.96.0.0/16", "ClusterIP range")
+	f.StringVar(&cfg.NodePortRange, "service-node-port-range", apiserver.DefaultNodePortRange, "ports (LOW-HIGH, inclusive) NodePort and LoadBalancer Services are given on every node")
 	f.DurationVar(&cfg.CompactEvery, "compact-every", 5*time.Minute, "how often old history is compacted")
 	f.DurationVar(&cfg.CompactKeep, "compact-keep", 5*time.Minute, "how much history watches can resume from")
 	f.StringVar(&cfg.EncryptionKeyFile, "encryption-key-file", "", "keys that seal Secrets in the state log, made on first start (default DATA_DIR/"+controlplane.EncryptionKeyFileName+"); required with --nats-url: every apiserver replica is given the same file")

@@ -15,7 +15,8 @@ var CNIPlugins = []string{"bridge", "host-local", "loopback", "portmap", "firewa
 
 // conflist is the network Skiff generates when the operator gives none: a
 // node bridge with host-local IPAM over the pod CIDR (the bridge is the
-// pods' gateway and masquerades their egress), portmap for hostPort, and firewall, which
+// pods' gateway and masquerades their egress), portmap for a sandbox given port mappings (the
+// kubelet gives none: the node proxy serves hostPorts in eBPF), and firewall, which
 // accepts the pods' forwarded traffic on hosts whose FORWARD policy drops it (Docker sets
 // DROP, and with br_netfilter even bridged pod-to-pod packets pass that chain).
 func conflist(o Options) ([]byte, error) {

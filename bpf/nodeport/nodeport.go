@@ -1,0 +1,340 @@
+// Package nodeport programs the tc eBPF programs (bpf/nodeport.c) that translate NodePort,
+// LoadBalancer and hostPort traffic reaching a node from outside: the entries (node address,
+// port, protocol) -> backends, and the attachment to the node's external interfaces.
+package nodeport
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/skiff-sh/skiff/bpf/lb"
+)
+
+// MaxBackends is how many backends one entry holds; a larger set is cut to its first ones.
+const MaxBackends = len(npNpSvc{}.Be)
+
+// Key is one address, port and protocol that outside traffic arrives at.
+type Key struct {
+	Addr  netip.Addr // IPv4
+	Port  uint16
+	Proto lb.Proto
+}
+
+func (k Key) String() string {
+	return fmt.Sprintf("%s/%s", netip.AddrPortFrom(k.Addr, k.Port), k.Proto)
+}
+
+// Backend is one endpoint; Local ones (on this node) get DNAT only and see the client's
+// address, others are reached with SNAT to the node's address.
+type Backend struct {
+	Addr  netip.Addr
+	Port  uint16
+	Local bool
+}
+
+// Entry is one Key as the kernel map holds it.
+type Entry struct {
+	Key      Key
+	Backends []Backend
+}
+
+// Options configure Load.
+type Options struct {
+	// PinPath is a directory on a bpffs: the maps and tc links are pinned there and a later
+	// Load adopts them, so a restarted proxy leaves no gap in outside traffic.
+	PinPath string
+}
+
+// Dataplane owns the programs, maps and links. Its methods are safe for concurrent use.
+type Dataplane struct {
+	mu      sync.Mutex
+	objs    npObjects
+	links   map[string][]link.Link // by interface name
+	pinPath string
+	closed  bool
+}
+
+var pinnedMaps = []string{"np_services", "np_ct", "np_rev"}
+
+// Load loads the programs and maps; nothing is attached yet.
+func Load(o Options) (*Dataplane, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("nodeport: memlock: %w", err)
+	}
+	spec, err := loadNp()
+	if err != nil {
+		return nil, fmt.Errorf("nodeport: spec: %w", err)
+	}
+	var opts *ebpf.CollectionOptions
+	if o.PinPath != "" {
+		if err := os.MkdirAll(o.PinPath, 0o700); err != nil {
+			return nil, fmt.Errorf("nodeport: pin path: %w", err)
+		}
+		var fs unix.Statfs_t
+		if err := unix.Statfs(o.PinPath, &fs); err != nil || fs.Type != unix.BPF_FS_MAGIC {
+			return nil, fmt.Errorf("nodeport: pin path %s is not on a bpffs", o.PinPath)
+		}
+		for _, name := range pinnedMaps {
+			spec.Maps[name].Pinning = ebpf.PinByName
+		}
+		opts = &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: o.PinPath}}
+	}
+	d := &Dataplane{links: map[string][]link.Link{}, pinPath: o.PinPath}
+	if err := spec.LoadAndAssign(&d.objs, opts); err != nil {
+		return nil, fmt.Errorf("nodeport: load: %w", err)
+	}
+	return d, nil
+}
+
+// Attach puts the ingress and egress programs on an interface with tcx links (kernel 6.6),
+// which sit beside any other tc program there (NetworkPolicy's on pod interfaces, a CNI's)
+// instead of replacing it. With a PinPath, links pinned by an earlier Load are switched to
+// this Load's programs in place.
+func (d *Dataplane) Attach(ifname string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return errClosed
+	}
+	if _, ok := d.links[ifname]; ok {
+		return nil
+	}
+	iface, err := netInterface(ifname)
+	if err != nil {
+		return err
+	}
+	var ls []link.Link
+	for _, h := range []struct {
+		name string
+		prog *ebpf.Program
+		at   ebpf.AttachType
+	}{{"ingress", d.objs.SkiffNpIngress, ebpf.AttachTCXIngress}, {"egress", d.objs.SkiffNpEgress, ebpf.AttachTCXEgress}} {
+		l, err := d.attachOne(iface, ifname+"-"+h.name, h.prog, h.at)
+		if err != nil {
+			_ = lb.CloseLinks(ls)
+			return fmt.Errorf("nodeport: attach %s %s: %w", ifname, h.name, err)
+		}
+		ls = append(ls, l)
+	}
+	d.links[ifname] = ls
+	return nil
+}
+
+func (d *Dataplane) attachOne(ifindex int, name string, prog *ebpf.Program, at ebpf.AttachType) (link.Link, error) {
+	opts := link.TCXOptions{Interface: ifindex, Program: prog, Attach: at}
+	if d.pinPath == "" {
+		return link.AttachTCX(opts)
+	}
+	pin := filepath.Join(d.pinPath, "links", name)
+	if l, err := link.LoadPinnedLink(pin, nil); err == nil {
+		if info, err := l.Info(); err == nil && info.TCX() != nil && int(info.TCX().Ifindex) == ifindex {
+			if err := l.Update(prog); err != nil {
+				l.Close()
+				return nil, fmt.Errorf("update pinned link: %w", err)
+			}
+			return l, nil
+		}
+		// The interface was made again: its old link is gone with it.
+		_ = l.Unpin()
+		l.Close()
+	}
+	if err := os.MkdirAll(filepath.Dir(pin), 0o700); err != nil {
+		return nil, err
+	}
+	l, err := link.AttachTCX(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Pin(pin); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("pin link: %w", err)
+	}
+	return l, nil
+}
+
+func netInterface(name string) (int, error) {
+	iface, err := net.InterfaceByName(name)
+	if err != nil {
+		return 0, fmt.Errorf("nodeport: interface %s: %w", name, err)
+	}
+	return iface.Index, nil
+}
+
+// Set makes k's backends bs (one map write, so a packet sees the old set or the new one).
+// cut reports a set larger than MaxBackends, of which only the first (sorted) are used.
+func (d *Dataplane) Set(k Key, bs []Backend) (cut bool, err error) {
+	raw, err := k.raw()
+	if err != nil {
+		return false, err
+	}
+	bs = slices.Clone(bs)
+	slices.SortFunc(bs, compareBackends)
+	if len(bs) > MaxBackends {
+		bs, cut = bs[:MaxBackends], true
+	}
+	var v npNpSvc
+	for i, b := range bs {
+		if !b.Addr.Unmap().Is4() || b.Port == 0 {
+			return false, fmt.Errorf("nodeport: %v: backend %v must be IPv4 with a port", k, netip.AddrPortFrom(b.Addr, b.Port))
+		}
+		v.Be[i] = npNpBackend{Addr: addr4(b.Addr), Port: lb.PortToNet(b.Port)}
+		if b.Local {
+			v.Be[i].Flags = 1
+		}
+	}
+	v.Count = uint32(len(bs))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false, errClosed
+	}
+	if err := d.objs.NpServices.Update(&raw, &v, ebpf.UpdateAny); err != nil {
+		return false, fmt.Errorf("nodeport: set %v: %w", k, err)
+	}
+	return cut, nil
+}
+
+// Delete removes k; a missing key is not an error.
+func (d *Dataplane) Delete(k Key) error {
+	raw, err := k.raw()
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return errClosed
+	}
+	if err := d.objs.NpServices.Delete(&raw); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("nodeport: delete %v: %w", k, err)
+	}
+	return nil
+}
+
+// Dump reads every entry from the kernel map, sorted by key.
+func (d *Dataplane) Dump() ([]Entry, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, errClosed
+	}
+	return dump(d.objs.NpServices)
+}
+
+// DumpPinned reads the entries a node's proxy pinned under dir, with no proxy running.
+func DumpPinned(dir string) ([]Entry, error) {
+	m, err := ebpf.LoadPinnedMap(filepath.Join(dir, "np_services"), &ebpf.LoadPinOptions{ReadOnly: true})
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("nodeport: %w", err)
+	}
+	defer m.Close()
+	return dump(m)
+}
+
+func dump(m *ebpf.Map) ([]Entry, error) {
+	var out []Entry
+	var k npNpKey
+	var v npNpSvc
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		e := Entry{Key: Key{Addr: addrFrom4(k.Addr), Port: lb.PortFromNet(k.Port), Proto: lb.Proto(k.Proto)}}
+		for _, b := range v.Be[:min(int(v.Count), MaxBackends)] {
+			e.Backends = append(e.Backends, Backend{Addr: addrFrom4(b.Addr), Port: lb.PortFromNet(b.Port), Local: b.Flags&1 != 0})
+		}
+		out = append(out, e)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("nodeport: dump: %w", err)
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return compareKeys(a.Key, b.Key) })
+	return out, nil
+}
+
+// Close releases the programs and maps. Pinned links and maps stay and keep translating
+// until the next Load adopts them; Remove deletes them.
+func (d *Dataplane) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	var errs []error
+	for name, ls := range d.links {
+		errs = append(errs, lb.CloseLinks(ls))
+		delete(d.links, name)
+	}
+	errs = append(errs, d.objs.Close())
+	return errors.Join(errs...)
+}
+
+// Remove detaches the programs and deletes everything pinned, then closes.
+func (d *Dataplane) Remove() error {
+	d.mu.Lock()
+	var errs []error
+	if !d.closed && d.pinPath != "" {
+		for _, ls := range d.links {
+			errs = append(errs, lb.UnpinLinks(ls))
+		}
+		for _, m := range []*ebpf.Map{d.objs.NpServices, d.objs.NpCt, d.objs.NpRev} {
+			errs = append(errs, m.Unpin())
+		}
+		errs = append(errs, os.RemoveAll(filepath.Join(d.pinPath, "links")))
+	}
+	d.mu.Unlock()
+	errs = append(errs, d.Close())
+	return errors.Join(errs...)
+}
+
+var errClosed = errors.New("nodeport: dataplane is closed")
+
+func (k Key) raw() (npNpKey, error) {
+	if !k.Addr.Unmap().Is4() || k.Port == 0 || (k.Proto != lb.TCP && k.Proto != lb.UDP) {
+		return npNpKey{}, fmt.Errorf("nodeport: key %v must be an IPv4 address, a port and TCP or UDP", k)
+	}
+	return npNpKey{Addr: addr4(k.Addr), Port: lb.PortToNet(k.Port), Proto: uint8(k.Proto)}, nil
+}
+
+// addr4 holds a's bytes in memory in network order, as the C side reads them.
+func addr4(a netip.Addr) uint32 {
+	b := a.Unmap().As4()
+	return binary.NativeEndian.Uint32(b[:])
+}
+
+func addrFrom4(w uint32) netip.Addr {
+	var b [4]byte
+	binary.NativeEndian.PutUint32(b[:], w)
+	return netip.AddrFrom4(b)
+}
+
+func compareKeys(a, b Key) int {
+	if c := a.Addr.Compare(b.Addr); c != 0 {
+		return c
+	}
+	if a.Port != b.Port {
+		return int(a.Port) - int(b.Port)
+	}
+	return int(a.Proto) - int(b.Proto)
+}
+
+func compareBackends(a, b Backend) int {
+	if c := a.Addr.Compare(b.Addr); c != 0 {
+		return c
+	}
+	return int(a.Port) - int(b.Port)
+}
