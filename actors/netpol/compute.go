@@ -2,6 +2,7 @@ package netpol
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 
@@ -18,8 +19,9 @@ import (
 type Peers interface {
 	Policies(namespace string) []*networkingv1.NetworkPolicy
 	PodsIn(namespace string) []*corev1.Pod
-	Namespace(name string) *corev1.Namespace // nil when unknown
-	Namespaces() []*corev1.Namespace         // every namespace (namespaceSelector)
+	PodsLabelled(namespace, key, value string) []*corev1.Pod // pods with that label (an index)
+	Namespace(name string) *corev1.Namespace                 // nil when unknown
+	Namespaces() []*corev1.Namespace                         // every namespace (namespaceSelector)
 }
 
 // Desired is one local pod's entries in the policy maps.
@@ -167,9 +169,20 @@ func selectedPods(ns string, peer networkingv1.NetworkPolicyPeer, src Peers) []*
 			}
 		}
 	}
+	// A selector with matchLabels starts from the pods carrying one of them (an index),
+	// not from the whole namespace.
+	var key, value string
+	if peer.PodSelector != nil && len(peer.PodSelector.MatchLabels) > 0 {
+		key = slices.Min(slices.Collect(maps.Keys(peer.PodSelector.MatchLabels)))
+		value = peer.PodSelector.MatchLabels[key]
+	}
 	var out []*corev1.Pod
 	for _, n := range namespaces {
-		for _, p := range src.PodsIn(n) {
+		candidates := src.PodsIn
+		if key != "" {
+			candidates = func(ns string) []*corev1.Pod { return src.PodsLabelled(ns, key, value) }
+		}
+		for _, p := range candidates(n) {
 			if podSel.Matches(labels.Set(p.Labels)) {
 				out = append(out, p)
 			}

@@ -41,6 +41,16 @@ func (f fakePeers) PodsIn(ns string) []*corev1.Pod {
 }
 
 func (f fakePeers) Namespaces() []*corev1.Namespace { return f.nss }
+
+func (f fakePeers) PodsLabelled(ns, k, v string) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range f.PodsIn(ns) {
+		if l, ok := p.Labels[k]; ok && l == v {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 func (f fakePeers) Namespace(name string) *corev1.Namespace {
 	for _, n := range f.nss {
 		if n.Name == name {

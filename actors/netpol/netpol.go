@@ -89,6 +89,13 @@ func New(cfg Config) *Enforcer {
 		lastErr: map[string]string{},
 	}
 	e.pods.AddIndexer(informer.IndexNodeName, func(p *corev1.Pod) []string { return []string{p.Spec.NodeName} })
+	e.pods.AddIndexer(IndexLabels, func(p *corev1.Pod) []string {
+		out := make([]string, 0, len(p.Labels))
+		for k, v := range p.Labels {
+			out = append(out, labelKey(p.Namespace, k, v))
+		}
+		return out
+	})
 	e.handlers = map[*informer.Informer]informer.Handler{
 		e.pods.Informer(): informer.TypedFuncs[*corev1.Pod]{
 			Add:    func(p *corev1.Pod) { e.podChanged(nil, p) },
@@ -114,6 +121,12 @@ func New(cfg Config) *Enforcer {
 }
 
 func keyOf(ns, name string) string { return ns + "/" + name }
+
+// IndexLabels files pods under each of their labels ("<namespace>/<key>=<value>"), so a
+// selector's peers cost the pods carrying one of its labels.
+const IndexLabels = "netpol-labels"
+
+func labelKey(ns, k, v string) string { return ns + "/" + k + "=" + v }
 
 // podChanged syncs a local pod; a change that can alter who a peer is (address, labels,
 // phase, coming or going) also syncs every isolated local pod, the only ones with peers.
@@ -177,6 +190,9 @@ type peers struct{ e *Enforcer }
 func (p peers) Policies(ns string) []*networkingv1.NetworkPolicy { return p.e.pols.InNamespace(ns) }
 func (p peers) PodsIn(ns string) []*corev1.Pod                   { return p.e.pods.InNamespace(ns) }
 func (p peers) Namespaces() []*corev1.Namespace                  { return p.e.nss.List() }
+func (p peers) PodsLabelled(ns, k, v string) []*corev1.Pod {
+	return p.e.pods.ByIndex(IndexLabels, labelKey(ns, k, v))
+}
 func (p peers) Namespace(name string) *corev1.Namespace {
 	n, _ := p.e.nss.Get("", name)
 	return n

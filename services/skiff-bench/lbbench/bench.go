@@ -14,6 +14,8 @@ import (
 	"slices"
 	"text/tabwriter"
 	"time"
+
+	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
 )
 
 // Options tunes the run; zero fields take the defaults.
@@ -67,7 +69,7 @@ func Run(w io.Writer, opts Options) error {
 	// Listeners for every backend a workload can name, inside the namespace.
 	err = ns.do(func() error {
 		for _, be := range backendsOf(opts.BackendsPerService+1, false) {
-			ln, err := sinkServer(be.String())
+			ln, err := benchutil.SinkServer(be.String())
 			if err != nil {
 				return err
 			}
@@ -124,7 +126,7 @@ func runIptables(ns *nsThread, n int, opts Options) (result, error) {
 			changes = append(changes, d)
 		}
 		r.change = median(changes)
-		r.p50, r.p99, err = connectLatency(target(n), opts.Connects)
+		r.p50, r.p99, err = benchutil.ConnectLatency(target(n), opts.Connects)
 		// Leave an empty nat table for the next size and the eBPF runs.
 		_, ferr := restore([]byte("*nat\nCOMMIT\n"))
 		return errors.Join(err, ferr)

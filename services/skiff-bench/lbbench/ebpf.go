@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/bpf/lb"
+	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
 )
 
 func lbSpec(b int, changed bool) lb.ServiceSpec {
@@ -57,7 +58,7 @@ func runEBPF(ns *nsThread, cg *benchCgroup, n int, opts Options) (r result, err 
 	}
 	err = ns.do(func() error {
 		var err error
-		r.p50, r.p99, err = connectLatency(netip.AddrPort(target(n)), opts.Connects)
+		r.p50, r.p99, err = benchutil.ConnectLatency(netip.AddrPort(target(n)), opts.Connects)
 		return err
 	})
 	return r, errors.Join(err, cg.leave())
