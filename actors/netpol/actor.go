@@ -79,48 +79,28 @@ func (a *enforcerActor) run(sys *actorkit.System, self *actorkit.PID, ctx contex
 	if !e.pods.WaitForSync(ctx) || !e.nss.WaitForSync(ctx) || !e.pols.WaitForSync(ctx) {
 		return
 	}
-	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-		err := e.resync(dp)
-		if err == nil {
-			break
-		}
+	resynced := actorkit.Retry(ctx, 10*time.Millisecond, 5*time.Second, func() error { return e.resync(dp) }, func(err error) {
 		e.cfg.Logger.Warn("netpol resync failed; retrying", "node", e.cfg.NodeName, "err", err)
-		if !sleep(ctx, backoff) {
-			return
-		}
+	})
+	if !resynced {
+		return
 	}
 	e.mu.Lock()
 	e.synced = true
 	e.mu.Unlock()
-	for {
-		key, quit := a.q.Get()
-		if quit {
-			return
-		}
-		if err := e.syncPod(dp, key); err != nil && ctx.Err() == nil {
-			e.cfg.Logger.Warn("netpol sync failed; requeued", "pod", key, "err", err)
-			a.q.AddRateLimited(key)
-		} else {
-			a.q.Forget(key)
-		}
-		a.q.Done(key)
-	}
+	actorkit.Drain(ctx, a.q, func(key string) error { return e.syncPod(dp, key) }, func(key string, err error) {
+		e.cfg.Logger.Warn("netpol sync failed; requeued", "pod", key, "err", err)
+	})
 }
 
 // load loads the dataplane and writes the host addresses, retrying until it works or ctx ends.
 func (a *enforcerActor) load(ctx context.Context) *policy.Dataplane {
 	e := a.e
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 10*time.Second) {
-		dp, err := e.open()
-		if err == nil {
-			a.dp = dp
-			return dp
-		}
-		e.cfg.Logger.Error("netpol dataplane", "node", e.cfg.NodeName, "err", err)
-		if !sleep(ctx, backoff) {
-			return nil
-		}
-	}
+	actorkit.Retry(ctx, 100*time.Millisecond, 10*time.Second, func() (err error) {
+		a.dp, err = e.open()
+		return err
+	}, func(err error) { e.cfg.Logger.Error("netpol dataplane", "node", e.cfg.NodeName, "err", err) })
+	return a.dp
 }
 
 func (e *Enforcer) open() (*policy.Dataplane, error) {
@@ -184,13 +164,4 @@ func (a *enforcerActor) stop(cleanup bool) {
 		e.cfg.Logger.Warn("netpol stop", "node", e.cfg.NodeName, "cleanup", cleanup, "err", err)
 	}
 	a.dp = nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
-	}
 }

@@ -78,51 +78,33 @@ func (a *proxyActor) run(ctx context.Context) {
 	if !p.svcs.WaitForSync(ctx) || !p.slices.WaitForSync(ctx) {
 		return
 	}
-	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-		err := p.resync(dp)
-		if err == nil {
-			break
-		}
+	resynced := actorkit.Retry(ctx, 10*time.Millisecond, 5*time.Second, func() error { return p.resync(dp) }, func(err error) {
 		p.cfg.Logger.Warn("proxy resync failed; retrying", "node", p.cfg.NodeName, "err", err)
-		if !sleep(ctx, backoff) {
-			return
-		}
+	})
+	if !resynced {
+		return
 	}
 	p.mu.Lock()
 	p.synced = true
 	p.mu.Unlock()
-	for {
-		key, quit := a.q.Get()
-		if quit {
-			return
-		}
-		if err := p.tracedSync(dp, key); err != nil && ctx.Err() == nil {
-			p.cfg.Logger.Warn("proxy sync failed; requeued", "service", key, "err", err)
-			a.q.AddRateLimited(key)
-		} else {
-			a.q.Forget(key)
-		}
-		a.q.Done(key)
-	}
+	actorkit.Drain(ctx, a.q, func(key string) error { return p.tracedSync(dp, key) }, func(key string, err error) {
+		p.cfg.Logger.Warn("proxy sync failed; requeued", "service", key, "err", err)
+	})
 }
 
 // load loads and attaches the dataplane, retrying until it works or ctx ends.
 func (a *proxyActor) load(ctx context.Context) *lb.Dataplane {
 	p := a.p
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 10*time.Second) {
-		dp, err := p.open()
-		if err == nil {
-			a.dp = dp
-			p.mu.Lock()
-			p.dp = dp
-			p.mu.Unlock()
-			return dp
-		}
-		p.cfg.Logger.Error("proxy dataplane", "node", p.cfg.NodeName, "err", err)
-		if !sleep(ctx, backoff) {
-			return nil
-		}
+	actorkit.Retry(ctx, 100*time.Millisecond, 10*time.Second, func() (err error) {
+		a.dp, err = p.open()
+		return err
+	}, func(err error) { p.cfg.Logger.Error("proxy dataplane", "node", p.cfg.NodeName, "err", err) })
+	if a.dp != nil {
+		p.mu.Lock()
+		p.dp = a.dp
+		p.mu.Unlock()
 	}
+	return a.dp
 }
 
 func (p *Proxy) open() (*lb.Dataplane, error) {
@@ -200,12 +182,3 @@ func (a *proxyActor) stop(cleanup bool) {
 // removePinned cleans up pins this incarnation never managed to load:
 // unlinking a pinned link detaches it, and unpinned maps are freed.
 func removePinned(dir string) error { return os.RemoveAll(dir) }
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
-	}
-}
