@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -17,32 +16,14 @@ import (
 
 func newPolicy(_ *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "policy", Short: "Inspect the node's eBPF NetworkPolicy enforcement", SilenceUsage: true}
-	var node, pinDir string
-	dump := &cobra.Command{
-		Use:   "dump",
-		Short: "Print the isolated pods, their allowed peers and ports, and the counters on this node (run as root on the node)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir := pinDir
-			if dir == "" {
-				if node == "" {
-					host, err := os.Hostname()
-					if err != nil {
-						return err
-					}
-					node = host
-				}
-				dir = netpol.DefaultPinDir(node)
-			}
+	dump := dumpCmd("Print the isolated pods, their allowed peers and ports, and the counters on this node (run as root on the node)",
+		"policy maps", netpol.DefaultPinDir, func(cmd *cobra.Command, dir string) error {
 			s, err := policy.ReadPinned(dir)
 			if err != nil {
 				return fmt.Errorf("reading %s (is the agent running on this node, and are you root?): %w", dir, err)
 			}
 			return writePolicyDump(cmd.OutOrStdout(), s)
-		},
-	}
-	dump.Flags().StringVar(&node, "node", "", "node name (default: the hostname)")
-	dump.Flags().StringVar(&pinDir, "pin-dir", "", "bpffs directory of the policy maps (default "+netpol.DefaultPinDir("<node>")+")")
+		})
 	cmd.AddCommand(dump)
 	return cmd
 }

@@ -3,27 +3,16 @@ package main
 import (
 	"bytes"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/skiff-sh/skiff/bpf/policy"
-	"github.com/skiff-sh/skiff/testkit/needs"
 )
 
 // skiff policy dump reads the maps the policy actor pinned, with the actor gone.
 func TestPolicyDumpReadsPinnedMaps(t *testing.T) {
-	if os.Geteuid() != 0 {
-		needs.Skip(t, "needs root for eBPF and bpffs")
-	}
-	root := t.TempDir()
-	if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil {
-		needs.Skipf(t, "cannot mount bpffs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
+	root := tempBPFFS(t)
 	pin := filepath.Join(root, "node-a")
 	dp, err := policy.Load(pin)
 	if err != nil {

@@ -41,14 +41,7 @@ func TestWriteProxyDump(t *testing.T) {
 
 // skiff proxy dump reads the maps a proxy pinned, with the proxy gone.
 func TestProxyDumpReadsPinnedMaps(t *testing.T) {
-	if os.Geteuid() != 0 {
-		needs.Skip(t, "needs root for eBPF and bpffs")
-	}
-	root := t.TempDir()
-	if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil {
-		needs.Skipf(t, "cannot mount bpffs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
+	root := tempBPFFS(t)
 	pin := filepath.Join(root, "node-a")
 	dp, err := lb.Load(lb.Options{PinPath: pin, MaxServices: 16, MaxBackends: 64, AffinityEntries: 16, SocketEntries: 16})
 	if err != nil {
@@ -76,4 +69,18 @@ func TestProxyDumpReadsPinnedMaps(t *testing.T) {
 	if err := cmd.Execute(); err == nil {
 		t.Fatal("dump of a node with no proxy succeeded")
 	}
+}
+
+// tempBPFFS mounts a bpffs for one test (root only), unmounted at its end.
+func tempBPFFS(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		needs.Skip(t, "needs root for eBPF and bpffs")
+	}
+	root := t.TempDir()
+	if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil {
+		needs.Skipf(t, "cannot mount bpffs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
+	return root
 }
