@@ -65,9 +65,9 @@ func Run(w io.Writer, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("lbbench: %w", err)
 	}
-	defer ns.close()
+	defer ns.Close()
 	// Listeners for every backend a workload can name, inside the namespace.
-	err = ns.do(func() error {
+	err = ns.Do(func() error {
 		for _, be := range backendsOf(opts.BackendsPerService+1, false) {
 			ln, err := benchutil.SinkServer(be.String())
 			if err != nil {
@@ -109,10 +109,10 @@ func median(ds []time.Duration) time.Duration {
 // case for a linear KUBE-SERVICES scan (a hash lookup does not care).
 func target(n int) netip.AddrPort { return netip.AddrPortFrom(vipOf(n-1), svcPort) }
 
-func runIptables(ns *nsThread, n int, opts Options) (result, error) {
+func runIptables(ns *benchutil.NSThread, n int, opts Options) (result, error) {
 	var r result
 	b := opts.BackendsPerService
-	err := ns.do(func() error {
+	err := ns.Do(func() error {
 		var err error
 		if r.program, err = restore(ruleset(n, b, n/2, false)); err != nil {
 			return err

@@ -21,7 +21,7 @@ func lbKey(i int) lb.ServiceKey {
 	return lb.ServiceKey{VIP: vipOf(i), Port: svcPort, Proto: lb.TCP}
 }
 
-func runEBPF(ns *nsThread, cg *benchCgroup, n int, opts Options) (r result, err error) {
+func runEBPF(ns *benchutil.NSThread, cg *benchCgroup, n int, opts Options) (r result, err error) {
 	b := opts.BackendsPerService
 	dp, err := lb.Load(lb.Options{
 		MaxServices: uint32(n) + 1,
@@ -56,7 +56,7 @@ func runEBPF(ns *nsThread, cg *benchCgroup, n int, opts Options) (r result, err 
 	if err := cg.enter(); err != nil {
 		return r, err
 	}
-	err = ns.do(func() error {
+	err = ns.Do(func() error {
 		var err error
 		r.p50, r.p99, err = benchutil.ConnectLatency(netip.AddrPort(target(n)), opts.Connects)
 		return err

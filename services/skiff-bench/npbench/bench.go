@@ -73,7 +73,7 @@ func Run(w io.Writer, opts Options) error {
 			return fmt.Errorf("npbench: %d policies: %w", count, err)
 		}
 		var p50, p99 time.Duration
-		err = n.client.do(func() error {
+		err = n.client.Do(func() error {
 			var err error
 			p50, p99, err = benchutil.ConnectLatency(netip.AddrPortFrom(server, port), opts.Connects)
 			return err

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 
 	"github.com/vishvananda/netns"
@@ -21,7 +20,7 @@ import (
 type node struct {
 	names          []string // namespaces to delete
 	nodeNS         string
-	server, client *nsThread
+	server, client *benchutil.NSThread
 	bpffs          string
 }
 
@@ -51,9 +50,9 @@ func newNode() (*node, error) {
 		)
 	}
 	for _, s := range steps {
-		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
+		if err := benchutil.Run("ip", s...); err != nil {
 			n.close()
-			return nil, fmt.Errorf("ip %v: %w: %s", s, err, out)
+			return nil, err
 		}
 	}
 	var err error
@@ -79,8 +78,8 @@ func (n *node) attach(dp *policy.Dataplane) error {
 	if err != nil {
 		return err
 	}
-	defer t.close()
-	return t.do(func() error {
+	defer t.Close()
+	return t.Do(func() error {
 		for _, name := range []string{"veth2", "veth3"} {
 			ifc, err := net.InterfaceByName(name)
 			if err != nil {
@@ -96,16 +95,16 @@ func (n *node) attach(dp *policy.Dataplane) error {
 
 // serve accepts and drops connections at addr in the server pod.
 func (n *node) serve(addr netip.AddrPort) error {
-	return n.server.do(func() error {
+	return n.server.Do(func() error {
 		_, err := benchutil.SinkServer(addr.String())
 		return err
 	})
 }
 
 func (n *node) close() {
-	for _, t := range []*nsThread{n.server, n.client} {
+	for _, t := range []*benchutil.NSThread{n.server, n.client} {
 		if t != nil {
-			t.close()
+			t.Close()
 		}
 	}
 	if n.bpffs != "" {
@@ -117,38 +116,18 @@ func (n *node) close() {
 	}
 }
 
-// nsThread is an OS thread inside one named namespace; sockets made through do are that
-// namespace's. The thread is never unlocked: it exits with its goroutine.
-type nsThread struct{ work chan func() }
-
-func enter(name string) (*nsThread, error) {
-	t := &nsThread{work: make(chan func())}
-	ready := make(chan error)
-	go func() {
-		runtime.LockOSThread()
+// enter starts a thread inside the named namespace.
+func enter(name string) (*benchutil.NSThread, error) {
+	t, err := benchutil.NewNSThread(func() error {
 		h, err := netns.GetFromName(name)
-		if err == nil {
-			err = netns.Set(h)
-			h.Close()
-		}
-		ready <- err
 		if err != nil {
-			return
+			return err
 		}
-		for f := range t.work {
-			f()
-		}
-	}()
-	if err := <-ready; err != nil {
+		defer h.Close()
+		return netns.Set(h)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("enter netns %s: %w", name, err)
 	}
 	return t, nil
 }
-
-func (t *nsThread) do(f func() error) error {
-	errc := make(chan error, 1)
-	t.work <- func() { errc <- f() }
-	return <-errc
-}
-
-func (t *nsThread) close() { close(t.work) }
