@@ -20,7 +20,6 @@ type Peers interface {
 	Policies(namespace string) []*networkingv1.NetworkPolicy
 	PodsIn(namespace string) []*corev1.Pod
 	PodsLabelled(namespace, key, value string) []*corev1.Pod // pods with that label (an index)
-	Namespace(name string) *corev1.Namespace                 // nil when unknown
 	Namespaces() []*corev1.Namespace                         // every namespace (namespaceSelector)
 }
 

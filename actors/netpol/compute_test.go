@@ -51,14 +51,6 @@ func (f fakePeers) PodsLabelled(ns, k, v string) []*corev1.Pod {
 	}
 	return out
 }
-func (f fakePeers) Namespace(name string) *corev1.Namespace {
-	for _, n := range f.nss {
-		if n.Name == name {
-			return n
-		}
-	}
-	return nil
-}
 
 func pod(ns, name, ip string, labels map[string]string, ports ...corev1.ContainerPort) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},

@@ -193,7 +193,3 @@ func (p peers) Namespaces() []*corev1.Namespace                  { return p.e.ns
 func (p peers) PodsLabelled(ns, k, v string) []*corev1.Pod {
 	return p.e.pods.ByIndex(IndexLabels, labelKey(ns, k, v))
 }
-func (p peers) Namespace(name string) *corev1.Namespace {
-	n, _ := p.e.nss.Get("", name)
-	return n
-}
