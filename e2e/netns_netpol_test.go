@@ -26,8 +26,10 @@ import (
 // (role=client, node B), "other" (node A, the same-node path) and "scraper" (namespace mon,
 // team=mon, node B). Each step counts new TCP connections from every client (attempts vs
 // successes) and checks that a keep-alive connection opened before any policy still serves.
+// Node A's agent is restarted with policies in force: they hold while it is down and after.
 func TestNetnsNetworkPolicy(t *testing.T) {
-	c := startCluster(t, netnscluster.Options{Nodes: 2})
+	// A grace period longer than the agent restart: web must not be evicted meanwhile.
+	c := startCluster(t, netnscluster.Options{Nodes: 2, NodeGracePeriod: 60 * time.Second})
 	a, b := c.Nodes[0], c.Nodes[1]
 	c.apply(echoapp.Join(echoDeployment("web", 1, a.Name), echoapp.ClientPod("client", b.Name), echoapp.ClientPod("other", a.Name),
 		`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"mon","labels":{"team":"mon"}}}`))
@@ -132,6 +134,14 @@ spec:
   policyTypes: [Egress]`)
 	expect("egress deny on app=client", "client 0/4, other 0/4, scraper 4/4")
 	stillServes("egress deny (tracked before it)")
+
+	a.Stop()
+	expect("node A's agent stopped", "client 0/4, other 0/4, scraper 4/4")
+	restarted := time.Now()
+	a.Start()
+	a.WaitRenewed(restarted, 60*time.Second)
+	expect("node A's agent restarted", "client 0/4, other 0/4, scraper 4/4")
+	stillServes("agent restarted")
 
 	s, err := policy.ReadPinned(pinA)
 	if err != nil {
