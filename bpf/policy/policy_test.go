@@ -3,14 +3,12 @@ package policy
 import (
 	"encoding/binary"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 
-	"github.com/skiff-sh/skiff/testkit/needs"
+	"github.com/skiff-sh/skiff/testkit/bpffstest"
 )
 
 // The programs run on packets the test writes (BPF_PROG_TEST_RUN): each case is what the
@@ -28,15 +26,7 @@ const (
 
 func load(t *testing.T) *Dataplane {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		needs.Skip(t, "needs root for eBPF and bpffs")
-	}
-	root := t.TempDir()
-	if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil {
-		needs.Skipf(t, "cannot mount bpffs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
-	dp, err := Load(filepath.Join(root, "node"))
+	dp, err := Load(filepath.Join(bpffstest.Mount(t), "node"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/skiff-sh/skiff/bpf/policy"
+	"github.com/skiff-sh/skiff/testkit/bpffstest"
 )
 
 // skiff policy dump reads the maps the policy actor pinned, with the actor gone.
 func TestPolicyDumpReadsPinnedMaps(t *testing.T) {
-	root := tempBPFFS(t)
+	root := bpffstest.Mount(t)
 	pin := filepath.Join(root, "node-a")
 	dp, err := policy.Load(pin)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/skiff-sh/skiff/testkit/needs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -10,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/skiff-sh/skiff/bpf/lb"
+	"github.com/skiff-sh/skiff/testkit/bpffstest"
+	"github.com/skiff-sh/skiff/testkit/needs"
 )
 
 func TestWriteProxyDump(t *testing.T) {
@@ -41,7 +40,7 @@ func TestWriteProxyDump(t *testing.T) {
 
 // skiff proxy dump reads the maps a proxy pinned, with the proxy gone.
 func TestProxyDumpReadsPinnedMaps(t *testing.T) {
-	root := tempBPFFS(t)
+	root := bpffstest.Mount(t)
 	pin := filepath.Join(root, "node-a")
 	dp, err := lb.Load(lb.Options{PinPath: pin, MaxServices: 16, MaxBackends: 64, AffinityEntries: 16, SocketEntries: 16})
 	if err != nil {
@@ -69,18 +68,4 @@ func TestProxyDumpReadsPinnedMaps(t *testing.T) {
 	if err := cmd.Execute(); err == nil {
 		t.Fatal("dump of a node with no proxy succeeded")
 	}
-}
-
-// tempBPFFS mounts a bpffs for one test (root only), unmounted at its end.
-func tempBPFFS(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		needs.Skip(t, "needs root for eBPF and bpffs")
-	}
-	root := t.TempDir()
-	if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil {
-		needs.Skipf(t, "cannot mount bpffs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
-	return root
 }
