@@ -88,7 +88,7 @@ func New(cfg Config) *Enforcer {
 		owned:   map[string]programmed{},
 		lastErr: map[string]string{},
 	}
-	e.pods.AddIndexer(informer.IndexNodeName, func(p *corev1.Pod) []string { return []string{p.Spec.NodeName} })
+	e.pods.Informer().AddIndexer(informer.IndexNodeName, informer.PodNodeName)
 	e.pods.AddIndexer(IndexLabels, func(p *corev1.Pod) []string {
 		out := make([]string, 0, len(p.Labels))
 		for k, v := range p.Labels {
