@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -60,6 +61,7 @@ var (
 	policy      = policyv1.SchemeGroupVersion
 	apiext      = apiextensionsv1.SchemeGroupVersion
 	storage     = storagev1.SchemeGroupVersion
+	networking  = networkingv1.SchemeGroupVersion
 )
 
 // kinds is the table every lookup reads; order is the order of Kinds() (discovery output).
@@ -120,6 +122,8 @@ var kinds = []*Kind{
 	{GVK: policy.WithKind("PodDisruptionBudget"), Resource: "poddisruptionbudgets", Singular: "poddisruptionbudget", ShortNames: []string{"pdb"}, Namespaced: true,
 		Subresources: []string{"status"},
 		New:          func() runtime.Object { return &policyv1.PodDisruptionBudget{} }, NewList: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} }},
+	{GVK: networking.WithKind("NetworkPolicy"), Resource: "networkpolicies", Singular: "networkpolicy", ShortNames: []string{"netpol"}, Namespaced: true,
+		New: func() runtime.Object { return &networkingv1.NetworkPolicy{} }, NewList: func() runtime.Object { return &networkingv1.NetworkPolicyList{} }},
 	{GVK: coordinates.WithKind("Lease"), Resource: "leases", Singular: "lease", Namespaced: true,
 		New: func() runtime.Object { return &coordinationv1.Lease{} }, NewList: func() runtime.Object { return &coordinationv1.LeaseList{} }},
 	{GVK: rbac.WithKind("Role"), Resource: "roles", Singular: "role", Namespaced: true,

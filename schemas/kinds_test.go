@@ -15,7 +15,7 @@ func TestLookup(t *testing.T) {
 		"deployment.apps": "deployments", "deployments.v1.apps": "deployments", "DEPLOY": "deployments",
 		"po": "pods", "pod": "pods", "pods.v1.core": "pods", "svc": "services", "no": "nodes", "ns": "namespaces",
 		"cm": "configmaps", "ev": "events", "rs": "replicasets", "ds": "daemonsets", "sts": "statefulsets", "controllerrevision": "controllerrevisions", "secret": "secrets", "sa": "serviceaccounts",
-		"pv": "persistentvolumes", "pvc": "persistentvolumeclaims", "sc": "storageclasses", "storageclass.storage.k8s.io": "storageclasses",
+		"pv": "persistentvolumes", "pvc": "persistentvolumeclaims", "sc": "storageclasses", "netpol": "networkpolicies", "networkpolicy.networking.k8s.io": "networkpolicies", "storageclass.storage.k8s.io": "storageclasses",
 		"endpointslices": "endpointslices", "endpointslice.discovery.k8s.io": "endpointslices",
 		"leases.v1.coordination.k8s.io": "leases", "lease": "leases", " svc ": "services",
 	}
@@ -64,8 +64,8 @@ func TestKindsAreConsistent(t *testing.T) {
 			t.Errorf("%s: New returns a shared object", k.Resource)
 		}
 	}
-	if len(seen) != 27 {
-		t.Errorf("%d kinds; want 27", len(seen))
+	if len(seen) != 28 {
+		t.Errorf("%d kinds; want 28", len(seen))
 	}
 	for _, gvk := range []schema.GroupVersionKind{
 		{Version: "v1", Kind: "Binding"}, {Group: "autoscaling", Version: "v1", Kind: "Scale"},

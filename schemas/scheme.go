@@ -7,6 +7,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -38,6 +39,7 @@ func init() {
 	utilruntime.Must(rbacv1.AddToScheme(Scheme))
 	utilruntime.Must(policyv1.AddToScheme(Scheme)) // PodDisruptionBudget and the Eviction body
 	utilruntime.Must(storagev1.AddToScheme(Scheme))
+	utilruntime.Must(networkingv1.AddToScheme(Scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme))
 	// The meta types (Status, DeleteOptions, ListOptions, Table) in meta.k8s.io/v1 and as
 	// unversioned options in every group version.

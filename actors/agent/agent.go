@@ -23,6 +23,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/actors/kubelet"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"github.com/skiff-sh/skiff/actors/netpol"
 	"github.com/skiff-sh/skiff/actors/proxy"
 	"github.com/skiff-sh/skiff/actors/routes"
 	"github.com/skiff-sh/skiff/bus/statelog"
@@ -70,6 +71,7 @@ const DefaultClusterDNS = "10.96.0.10"
 type Agent struct {
 	Runtime *kruntime.Runtime
 	Proxy   *proxy.Proxy
+	Policy  *netpol.Enforcer
 	DNS     *clusterdns.Server
 	pids    []*actorkit.PID
 	actors  *actorkit.System
@@ -185,6 +187,13 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.pids = append(a.pids, pid)
+	a.Policy = netpol.New(netpol.Config{Informers: cfg.Informers, NodeName: cfg.NodeName, Bridge: cfg.Bridge,
+		HostAddrs: hostAddrs(cfg), Logger: cfg.Logger})
+	if pid, err = cfg.Actors.Spawn("netpol", a.Policy.Producer()); err != nil {
+		a.Stop()
+		return nil, err
+	}
+	a.pids = append(a.pids, pid)
 	if cfg.NATS != nil {
 		if a.subs, err = serveNodeAPI(cfg.NATS, cfg.NodeName, rt); err != nil {
 			a.Stop()
@@ -209,6 +218,19 @@ func dnsListen(cfg Config) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("pod CIDR %q: %w", cfg.PodCIDR, err)
 	}
 	return netip.AddrPortFrom(p.Masked().Addr().Next(), 53), nil
+}
+
+// hostAddrs are the node's own addresses a pod's policies always admit: the bridge's (the pod
+// CIDR's first, the CNI gateway, where probes come from) and the node IP.
+func hostAddrs(cfg Config) []netip.Addr {
+	var out []netip.Addr
+	if p, err := netip.ParsePrefix(cfg.PodCIDR); err == nil {
+		out = append(out, p.Masked().Addr().Next())
+	}
+	if a, err := netip.ParseAddr(cfg.NodeIP); err == nil {
+		out = append(out, a)
+	}
+	return out
 }
 
 // cgroup2Root finds the host's cgroup2 mount (the unified hierarchy of a hybrid or pure v2
@@ -247,6 +269,7 @@ func (a *Agent) Teardown(ctx context.Context) {
 	a.stopActors()
 	// Unlinking the pinned links detaches the hooks; the maps go with their last reference.
 	_ = os.RemoveAll(proxy.DefaultPinDir(a.node))
+	_ = os.RemoveAll(netpol.DefaultPinDir(a.node))
 	if a.Runtime != nil {
 		if pods, err := a.Runtime.List(ctx); err == nil {
 			for _, p := range pods {

@@ -70,6 +70,11 @@ type TypedFuncs[T runtime.Object] struct {
 	Delete func(obj T)
 }
 
+// Handler adapts the funcs to a Handler (for Subscriptions.Add).
+func (f TypedFuncs[T]) Handler() Handler {
+	return Funcs{Add: f.add, Update: f.update, Delete: f.delete}
+}
+
 func (f TypedFuncs[T]) add(o runtime.Object) {
 	if f.Add != nil {
 		f.Add(o.(T))

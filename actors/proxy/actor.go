@@ -87,60 +87,41 @@ func (a *proxyActor) run(ctx context.Context) {
 	if !p.svcs.WaitForSync(ctx) || !p.slices.WaitForSync(ctx) || (p.pods != nil && !p.pods.WaitForSync(ctx)) {
 		return
 	}
-	for backoff := 10 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-		err := p.resync(dp, np)
-		if err == nil {
-			break
-		}
+	resynced := actorkit.Retry(ctx, 10*time.Millisecond, 5*time.Second, func() error { return p.resync(dp, np) }, func(err error) {
 		p.cfg.Logger.Warn("proxy resync failed; retrying", "node", p.cfg.NodeName, "err", err)
-		if !sleep(ctx, backoff) {
-			return
-		}
+	})
+	if !resynced {
+		return
 	}
 	p.mu.Lock()
 	p.synced = true
 	p.mu.Unlock()
-	for {
-		key, quit := a.q.Get()
-		if quit {
-			return
-		}
-		if err := p.tracedSync(dp, np, key); err != nil && ctx.Err() == nil {
-			p.cfg.Logger.Warn("proxy sync failed; requeued", "service", key, "err", err)
-			a.q.AddRateLimited(key)
-		} else {
-			a.q.Forget(key)
-		}
-		a.q.Done(key)
-	}
+	actorkit.Drain(ctx, a.q, func(key string) error { return p.tracedSync(dp, np, key) }, func(key string, err error) {
+		p.cfg.Logger.Warn("proxy sync failed; requeued", "service", key, "err", err)
+	})
 }
 
 // load loads and attaches the dataplanes, retrying until they work or ctx ends.
 func (a *proxyActor) load(ctx context.Context) (*lb.Dataplane, *nodeport.Dataplane) {
 	p := a.p
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 10*time.Second) {
-		dp, err := p.open()
-		var np *nodeport.Dataplane
-		if err == nil {
-			// Without the tc programs Services still work for the node's own clients; a node
-			// address on no interface (--node-ip behind NAT) must not take them down.
-			var nerr error
-			if np, nerr = p.openExternal(); nerr != nil {
-				p.cfg.Logger.Error("proxy: traffic from outside to node ports, LoadBalancers and hostPorts is not served on this node", "node", p.cfg.NodeName, "err", nerr)
-			}
-		}
-		if err == nil {
-			a.dp, a.np = dp, np
-			p.mu.Lock()
-			p.dp, p.np = dp, np
-			p.mu.Unlock()
-			return dp, np
-		}
-		p.cfg.Logger.Error("proxy dataplane", "node", p.cfg.NodeName, "err", err)
-		if !sleep(ctx, backoff) {
-			return nil, nil
-		}
+	actorkit.Retry(ctx, 100*time.Millisecond, 10*time.Second, func() (err error) {
+		a.dp, err = p.open()
+		return err
+	}, func(err error) { p.cfg.Logger.Error("proxy dataplane", "node", p.cfg.NodeName, "err", err) })
+	if a.dp == nil {
+		return nil, nil
 	}
+	// Without the tc programs Services still work for the node's own clients; a node
+	// address on no interface (--node-ip behind NAT) must not take them down.
+	np, err := p.openExternal()
+	if err != nil {
+		p.cfg.Logger.Error("proxy: traffic from outside to node ports, LoadBalancers and hostPorts is not served on this node", "node", p.cfg.NodeName, "err", err)
+	}
+	a.np = np
+	p.mu.Lock()
+	p.dp, p.np = a.dp, np
+	p.mu.Unlock()
+	return a.dp, np
 }
 
 func (p *Proxy) open() (*lb.Dataplane, error) {
@@ -230,12 +211,3 @@ func (a *proxyActor) stop(cleanup bool) {
 // removePinned cleans up pins this incarnation never managed to load:
 // unlinking a pinned link detaches it, and unpinned maps are freed.
 func removePinned(dir string) error { return os.RemoveAll(dir) }
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
-	}
-}

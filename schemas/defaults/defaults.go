@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -49,6 +50,8 @@ func Default(obj runtime.Object) {
 		PersistentVolumeClaim(o)
 	case *storagev1.StorageClass:
 		StorageClass(o)
+	case *networkingv1.NetworkPolicy:
+		NetworkPolicy(o)
 	case *rbacv1.RoleBinding:
 		Subjects(o.Subjects)
 	case *rbacv1.ClusterRoleBinding:

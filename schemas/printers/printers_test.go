@@ -9,6 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,7 @@ func TestColumns(t *testing.T) {
 		"persistentvolumes":      {"Name", "Capacity", "Access Modes", "Reclaim Policy", "Status", "Claim", "StorageClass", "VolumeAttributesClass", "Reason", "Age"},
 		"persistentvolumeclaims": {"Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass", "VolumeAttributesClass", "Age"},
 		"storageclasses":         {"Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode", "AllowVolumeExpansion", "Age"},
+		"networkpolicies":        {"Name", "Pod-Selector", "Age"},
 		"widgets":                {"Name", "Age"},
 	}
 	for res, want := range cases {
@@ -198,6 +200,9 @@ func TestOtherRows(t *testing.T) {
 			Annotations: map[string]string{defaults.DefaultClassAnnotation: "true"}}, Provisioner: "skiff.io/local-path",
 			VolumeBindingMode: ptr(storagev1.VolumeBindingWaitForFirstConsumer)},
 			[]any{"local-path (default)", "skiff.io/local-path", "Delete", "WaitForFirstConsumer", false, "4h"}},
+		{"networkpolicies", &networkingv1.NetworkPolicy{ObjectMeta: om("deny"), Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}, []any{"deny", "app=web", "4h"}},
+		{"networkpolicies", &networkingv1.NetworkPolicy{ObjectMeta: om("all")}, []any{"all", "<none>", "4h"}},
 		{"widgets", &corev1.ConfigMap{ObjectMeta: om("w")}, []any{"w", "4h"}},
 		// An object of the wrong type for the resource falls back to NAME AGE, padded.
 		{"namespaces", &corev1.ConfigMap{ObjectMeta: om("odd")}, []any{"odd", "4h", ""}},

@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -45,6 +46,8 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return PersistentVolumeClaim(o)
 	case *storagev1.StorageClass:
 		return StorageClass(o)
+	case *networkingv1.NetworkPolicy:
+		return NetworkPolicy(o)
 	case *appsv1.Deployment:
 		return Deployment(o)
 	case *appsv1.ReplicaSet:
@@ -138,6 +141,10 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	case *storagev1.StorageClass:
 		if o, ok := oldObj.(*storagev1.StorageClass); ok {
 			return append(errs, storageClassUpdate(n, o)...)
+		}
+	case *networkingv1.NetworkPolicy:
+		if o, ok := oldObj.(*networkingv1.NetworkPolicy); ok {
+			return append(errs, networkPolicyUpdate(n, o)...)
 		}
 	case *appsv1.Deployment:
 		if o, ok := oldObj.(*appsv1.Deployment); ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/skiff-sh/skiff/services/skiff-bench/durabench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/kubeletbench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/lbbench"
+	"github.com/skiff-sh/skiff/services/skiff-bench/npbench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/schedbench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/statelogbench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/systembench"
@@ -41,6 +42,7 @@ func main() {
 		{"framework", framework.RunBench},
 		{"scheduler", func(w io.Writer) error { return schedbench.Run(w, schedbench.Options{}) }},
 		{"lb", func(w io.Writer) error { return lbbench.Run(w, lbbench.Options{}) }},
+		{"netpol", func(w io.Writer) error { return npbench.Run(w, npbench.Options{}) }},
 		{"kubelet", kubeletbench.RunBench},
 		{"system", func(w io.Writer) error { return systembench.Run(w, system) }},
 	}

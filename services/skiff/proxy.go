@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -16,23 +15,8 @@ import (
 
 func newProxy(_ *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "proxy", Short: "Inspect the node's eBPF Service proxy", SilenceUsage: true}
-	var node, pinDir string
-	dump := &cobra.Command{
-		Use:   "dump",
-		Short: "Print the Service ports and backends programmed on this node (run as root on the node)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir := pinDir
-			if dir == "" {
-				if node == "" {
-					host, err := os.Hostname()
-					if err != nil {
-						return err
-					}
-					node = host
-				}
-				dir = proxy.DefaultPinDir(node)
-			}
+	dump := dumpCmd("Print the Service ports and backends programmed on this node (run as root on the node)", "proxy's maps",
+		proxy.DefaultPinDir, func(cmd *cobra.Command, dir string) error {
 			ds, err := proxy.ReadPinned(dir)
 			if err != nil {
 				return fmt.Errorf("reading %s (is the proxy running on this node, and are you root?): %w", dir, err)
@@ -45,10 +29,7 @@ func newProxy(_ *globals) *cobra.Command {
 				return err
 			}
 			return writeExternalDump(cmd.OutOrStdout(), ext)
-		},
-	}
-	dump.Flags().StringVar(&node, "node", "", "node name (default: the hostname)")
-	dump.Flags().StringVar(&pinDir, "pin-dir", "", "bpffs directory of the proxy's maps (default "+proxy.DefaultPinDir("<node>")+")")
+		})
 	cmd.AddCommand(dump)
 	return cmd
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"github.com/skiff-sh/skiff/testkit/needs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -10,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/skiff-sh/skiff/bpf/lb"
 	"github.com/skiff-sh/skiff/bpf/nodeport"
+	"github.com/skiff-sh/skiff/testkit/bpffstest"
+	"github.com/skiff-sh/skiff/testkit/needs"
 )
 
 func TestWriteProxyDump(t *testing.T) {
@@ -42,14 +41,7 @@ func TestWriteProxyDump(t *testing.T) {
 
 // skiff proxy dump reads the maps a proxy pinned, with the proxy gone.
 func TestProxyDumpReadsPinnedMaps(t *testing.T) {
-	if os.Geteuid() != 0 {
-		needs.Skip(t, "needs root for eBPF and bpffs")
-	}
-	root := t.TempDir()
-	if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil {
-		needs.Skipf(t, "cannot mount bpffs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
+	root := bpffstest.Mount(t)
 	pin := filepath.Join(root, "node-a")
 	dp, err := lb.Load(lb.Options{PinPath: pin, MaxServices: 16, MaxBackends: 64, AffinityEntries: 16, SocketEntries: 16})
 	if err != nil {

@@ -22,7 +22,7 @@ var (
 	write = []string{"create", "update", "patch", "delete", "deletecollection"}
 	all   = []string{"*"}
 	// The groups Skiff serves, for rules that cover "everything of the built-in kinds".
-	servedGroups = []string{"", "apps", "batch", "discovery.k8s.io", "coordination.k8s.io", "policy", "storage.k8s.io"}
+	servedGroups = []string{"", "apps", "batch", "discovery.k8s.io", "coordination.k8s.io", "policy", "storage.k8s.io", "networking.k8s.io"}
 )
 
 // exportSpans lets a component send its spans to the embedded span store (OTLP/HTTP path).
@@ -53,6 +53,7 @@ func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
 		rule(verbs, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 		rule(verbs, []string{"coordination.k8s.io"}, []string{"leases"}),
 		rule(verbs, []string{"policy"}, []string{"poddisruptionbudgets"}),
+		rule(verbs, []string{"networking.k8s.io"}, []string{"networkpolicies"}),
 		rule(read, []string{""}, []string{"namespaces", "pods/status", "services/status", "persistentvolumeclaims/status"}),
 		rule(read, []string{"policy"}, []string{"poddisruptionbudgets/status"}),
 		rule(read, []string{"apps"}, []string{"deployments/status", "replicasets/status", "daemonsets/status", "statefulsets/status"}),
@@ -79,7 +80,7 @@ func BootstrapPolicy() []runtime.Object {
 		// NodeRestriction (admission) narrows the writes to the node's own objects. Secrets and
 		// ConfigMaps are the node authorizer's (node.go): only those their pods reference.
 		"system:node": {
-			rule(read, servedGroups, []string{"pods", "nodes", "services", "endpointslices", "namespaces", "leases"}),
+			rule(read, servedGroups, []string{"pods", "nodes", "services", "endpointslices", "namespaces", "leases", "networkpolicies"}),
 			rule([]string{"create", "update", "patch", "delete"}, []string{""}, []string{"nodes", "nodes/status"}),
 			rule([]string{"update", "patch"}, []string{""}, []string{"pods/status"}),
 			rule([]string{"delete"}, []string{""}, []string{"pods"}),

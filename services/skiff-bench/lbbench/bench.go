@@ -14,6 +14,8 @@ import (
 	"slices"
 	"text/tabwriter"
 	"time"
+
+	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
 )
 
 // Options tunes the run; zero fields take the defaults.
@@ -63,11 +65,11 @@ func Run(w io.Writer, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("lbbench: %w", err)
 	}
-	defer ns.close()
+	defer ns.Close()
 	// Listeners for every backend a workload can name, inside the namespace.
-	err = ns.do(func() error {
+	err = ns.Do(func() error {
 		for _, be := range backendsOf(opts.BackendsPerService+1, false) {
-			ln, err := sinkServer(be.String())
+			ln, err := benchutil.SinkServer(be.String())
 			if err != nil {
 				return err
 			}
@@ -107,10 +109,10 @@ func median(ds []time.Duration) time.Duration {
 // case for a linear KUBE-SERVICES scan (a hash lookup does not care).
 func target(n int) netip.AddrPort { return netip.AddrPortFrom(vipOf(n-1), svcPort) }
 
-func runIptables(ns *nsThread, n int, opts Options) (result, error) {
+func runIptables(ns *benchutil.NSThread, n int, opts Options) (result, error) {
 	var r result
 	b := opts.BackendsPerService
-	err := ns.do(func() error {
+	err := ns.Do(func() error {
 		var err error
 		if r.program, err = restore(ruleset(n, b, n/2, false)); err != nil {
 			return err
@@ -124,7 +126,7 @@ func runIptables(ns *nsThread, n int, opts Options) (result, error) {
 			changes = append(changes, d)
 		}
 		r.change = median(changes)
-		r.p50, r.p99, err = connectLatency(target(n), opts.Connects)
+		r.p50, r.p99, err = benchutil.ConnectLatency(target(n), opts.Connects)
 		// Leave an empty nat table for the next size and the eBPF runs.
 		_, ferr := restore([]byte("*nat\nCOMMIT\n"))
 		return errors.Join(err, ferr)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/bpf/lb"
+	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
 )
 
 func lbSpec(b int, changed bool) lb.ServiceSpec {
@@ -20,7 +21,7 @@ func lbKey(i int) lb.ServiceKey {
 	return lb.ServiceKey{VIP: vipOf(i), Port: svcPort, Proto: lb.TCP}
 }
 
-func runEBPF(ns *nsThread, cg *benchCgroup, n int, opts Options) (r result, err error) {
+func runEBPF(ns *benchutil.NSThread, cg *benchCgroup, n int, opts Options) (r result, err error) {
 	b := opts.BackendsPerService
 	dp, err := lb.Load(lb.Options{
 		MaxServices: uint32(n) + 1,
@@ -55,9 +56,9 @@ func runEBPF(ns *nsThread, cg *benchCgroup, n int, opts Options) (r result, err 
 	if err := cg.enter(); err != nil {
 		return r, err
 	}
-	err = ns.do(func() error {
+	err = ns.Do(func() error {
 		var err error
-		r.p50, r.p99, err = connectLatency(netip.AddrPort(target(n)), opts.Connects)
+		r.p50, r.p99, err = benchutil.ConnectLatency(netip.AddrPort(target(n)), opts.Connects)
 		return err
 	})
 	return r, errors.Join(err, cg.leave())

@@ -1,19 +1,18 @@
-package lbbench
+package benchutil
 
 import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// connectLatency times blocking TCP connects to dst with plain syscalls (no
+// ConnectLatency times blocking TCP connects to dst with plain syscalls (no
 // Go poller in the measurement), each closed with RST so no TIME_WAIT piles
 // up. It must run on the thread whose namespace (and cgroup) is measured.
-func connectLatency(dst netip.AddrPort, n int) (p50, p99 time.Duration, err error) {
+func ConnectLatency(dst netip.AddrPort, n int) (p50, p99 time.Duration, err error) {
 	sa := &unix.SockaddrInet4{Addr: dst.Addr().As4(), Port: int(dst.Port())}
 	lat := make([]time.Duration, 0, n)
 	for i := range n + n/10 { // the first tenth warms caches and is dropped
@@ -21,7 +20,7 @@ func connectLatency(dst netip.AddrPort, n int) (p50, p99 time.Duration, err erro
 		if err != nil {
 			return 0, 0, err
 		}
-		// Fail instead of hanging if nothing translated the ClusterIP.
+		// Fail instead of hanging if nothing translated the address or a policy drops it.
 		tv := unix.NsecToTimeval((2 * time.Second).Nanoseconds())
 		_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
 		start := time.Now()
@@ -36,12 +35,12 @@ func connectLatency(dst netip.AddrPort, n int) (p50, p99 time.Duration, err erro
 			lat = append(lat, d)
 		}
 	}
-	slices.Sort(lat)
-	return lat[len(lat)/2], lat[len(lat)*99/100], nil
+	p50, p99 = Percentiles(lat)
+	return p50, p99, nil
 }
 
-// sinkServer accepts and drops connections so the backlog never fills.
-func sinkServer(addr string) (net.Listener, error) {
+// SinkServer accepts and drops connections so the backlog never fills.
+func SinkServer(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp4", addr)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,167 @@
+package netpol
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/informer"
+	"github.com/skiff-sh/skiff/bpf/policy"
+)
+
+// Producer returns the actor producer to give to actorkit.System.Spawn. Every incarnation
+// loads the programs afresh and adopts the pinned maps and links, so a restart changes
+// nothing a packet can see.
+func (e *Enforcer) Producer() func() actorkit.Actor {
+	return func() actorkit.Actor { return &enforcerActor{e: e} }
+}
+
+type enforcerActor struct {
+	e      *Enforcer
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	dp     *policy.Dataplane // set by run, read after wg.Wait
+	q      workqueue.TypedRateLimitingInterface[string]
+	subs   informer.Subscriptions
+}
+
+// FaultEvent names the enforcer's event-handler fault point (actorkit.InjectPanic).
+func FaultEvent(node string) string { return "netpol " + node + " event" }
+
+func (a *enforcerActor) Receive(ctx actorkit.Context) {
+	switch m := ctx.Message().(type) {
+	case *informer.Event:
+		if h, ok := a.subs.Handler(m); ok {
+			actorkit.Fault(FaultEvent(a.e.cfg.NodeName))
+			m.To(h)
+		}
+	case *actorkit.Started:
+		a.start(ctx)
+	case *actorkit.Restarting:
+		a.stop(false)
+	case *actorkit.Stopping:
+		a.stop(a.e.cfg.Cleanup)
+	}
+}
+
+func (a *enforcerActor) start(actx actorkit.Context) {
+	e := a.e
+	run, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.q = workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second))
+	e.mu.Lock()
+	e.queue = a.q
+	e.mu.Unlock()
+	sys, self := actorkit.SystemOf(actx), actx.Self()
+	for inf, h := range e.handlers {
+		a.subs.Add(sys, self, inf, h)
+	}
+	a.wg.Add(1)
+	actorkit.Go(actx, "netpol sync", func(context.Context) { defer a.wg.Done(); a.run(sys, self, run) })
+}
+
+func (a *enforcerActor) run(sys *actorkit.System, self *actorkit.PID, ctx context.Context) {
+	e := a.e
+	dp := a.load(ctx)
+	if dp == nil {
+		return
+	}
+	// Veths are followed from here on (the existing ones first), so a pod's veth gets the
+	// programs when it appears, before its containers start.
+	a.wg.Add(1)
+	sys.GoFrom(self, "netpol links", func(context.Context) { defer a.wg.Done(); e.watchLinks(ctx, dp) })
+	if !e.pods.WaitForSync(ctx) || !e.nss.WaitForSync(ctx) || !e.pols.WaitForSync(ctx) {
+		return
+	}
+	resynced := actorkit.Retry(ctx, 10*time.Millisecond, 5*time.Second, func() error { return e.resync(dp) }, func(err error) {
+		e.cfg.Logger.Warn("netpol resync failed; retrying", "node", e.cfg.NodeName, "err", err)
+	})
+	if !resynced {
+		return
+	}
+	e.mu.Lock()
+	e.synced = true
+	e.mu.Unlock()
+	actorkit.Drain(ctx, a.q, func(key string) error { return e.syncPod(dp, key) }, func(key string, err error) {
+		e.cfg.Logger.Warn("netpol sync failed; requeued", "pod", key, "err", err)
+	})
+}
+
+// load loads the dataplane and writes the host addresses, retrying until it works or ctx ends.
+func (a *enforcerActor) load(ctx context.Context) *policy.Dataplane {
+	e := a.e
+	actorkit.Retry(ctx, 100*time.Millisecond, 10*time.Second, func() (err error) {
+		a.dp, err = e.open()
+		return err
+	}, func(err error) { e.cfg.Logger.Error("netpol dataplane", "node", e.cfg.NodeName, "err", err) })
+	return a.dp
+}
+
+func (e *Enforcer) open() (*policy.Dataplane, error) {
+	if err := ensureBPFFS("/sys/fs/bpf"); err != nil {
+		return nil, err
+	}
+	dp, err := policy.Load(e.cfg.PinDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := dp.SetHostAddrs(e.cfg.HostAddrs); err != nil {
+		dp.Close()
+		return nil, fmt.Errorf("netpol: host addresses: %w", err)
+	}
+	return dp, nil
+}
+
+// ensureBPFFS mounts bpffs at root unless it is one already (the node's first eBPF user).
+func ensureBPFFS(root string) error {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(root, &fs); err == nil && fs.Type == unix.BPF_FS_MAGIC {
+		return nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil && err != unix.EBUSY {
+		return fmt.Errorf("mount bpffs at %s: %w", root, err)
+	}
+	return nil
+}
+
+// stop ends the incarnation: the pinned links and maps keep enforcing, or are removed when
+// cleanup is asked for.
+func (a *enforcerActor) stop(cleanup bool) {
+	a.subs.Stop()
+	if a.cancel == nil {
+		return
+	}
+	a.cancel()
+	a.q.ShutDown()
+	a.wg.Wait()
+	a.cancel = nil
+	e := a.e
+	e.mu.Lock()
+	if e.queue == a.q {
+		e.queue = nil
+	}
+	e.synced = false
+	e.mu.Unlock()
+	var err error
+	switch {
+	case cleanup && a.dp != nil:
+		err = a.dp.Remove()
+	case cleanup:
+		err = os.RemoveAll(e.cfg.PinDir)
+	case a.dp != nil:
+		err = a.dp.Close()
+	}
+	if err != nil {
+		e.cfg.Logger.Warn("netpol stop", "node", e.cfg.NodeName, "cleanup", cleanup, "err", err)
+	}
+	a.dp = nil
+}
