@@ -68,6 +68,9 @@ func (z *zone) authoritative(ctx context.Context, m *dns.Msg, q dns.Question, na
 	switch {
 	case len(match) > 0:
 		m.Answer = rename(match, q.Name)
+		if q.Qtype == dns.TypeSRV {
+			m.Extra = z.targets(match)
+		}
 	case cname != nil:
 		m.Answer = rename([]dns.RR{cname}, q.Name)
 		z.follow(ctx, m, dns.Question{Name: cname.Target, Qtype: q.Qtype, Qclass: dns.ClassINET})
@@ -77,6 +80,28 @@ func (z *zone) authoritative(ctx context.Context, m *dns.Msg, q dns.Question, na
 		m.Rcode = dns.RcodeNameError
 		m.Ns = []dns.RR{z.idx.soa()}
 	}
+}
+
+// targets are the addresses of SRV records' targets, for the additional section (as the
+// Kubernetes DNS specification's examples and CoreDNS give them): a client that connects to
+// every target needs no query per target.
+func (z *zone) targets(srvs []dns.RR) []dns.RR {
+	var out []dns.RR
+	seen := map[string]bool{}
+	for _, rr := range srvs {
+		target := rr.(*dns.SRV).Target
+		if seen[target] {
+			continue // a Service's ports share a target
+		}
+		seen[target] = true
+		rrs, _ := z.idx.lookup(target)
+		for _, a := range rrs {
+			if t := a.Header().Rrtype; t == dns.TypeA || t == dns.TypeAAAA {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
 
 // podName answers <a-b-c-d>.<ns>.pod.<zone> with the address a.b.c.d (fd00--1 for IPv6), as
