@@ -32,8 +32,10 @@ type zone struct {
 	idx  *index
 	fwd  *forwarder
 	node string
-	log  func(msg string, args ...any)
-	fail func(reason any) // a panic while answering fails the actor
+	// faultQuery is FaultQuery(node), made once rather than per query.
+	faultQuery string
+	log        func(msg string, args ...any)
+	fail       func(reason any) // a panic while answering fails the actor
 
 	warnOnce sync.Once
 }
@@ -82,7 +84,8 @@ func (a *dnsActor) start(actx actorkit.Context) {
 		upstreams = resolvconf.NonLoopback(host.Nameservers)
 	}
 	sys, self := actorkit.SystemOf(actx), actx.Self()
-	z := &zone{idx: newIndex(s.Zone()), fwd: newForwarder(upstreams), node: s.cfg.NodeName, log: s.cfg.Logger.Warn}
+	z := &zone{idx: newIndex(s.Zone()), fwd: newForwarder(upstreams), node: s.cfg.NodeName,
+		faultQuery: FaultQuery(s.cfg.NodeName), log: s.cfg.Logger.Warn}
 	z.fail = func(r any) { sys.Send(self, &queryPanicked{z: z, reason: r}) }
 	a.z = z
 	for inf, h := range s.handlers {
@@ -173,7 +176,7 @@ func (z *zone) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			_ = w.WriteMsg(m.SetRcode(req, dns.RcodeServerFailure))
 		}
 	}()
-	actorkit.Fault(FaultQuery(z.node))
+	actorkit.Fault(z.faultQuery)
 	m := z.answer(context.Background(), req)
 	_, udp := w.RemoteAddr().(*net.UDPAddr)
 	fit(req, m, udp)

@@ -3,6 +3,7 @@ package clusterdns
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -55,14 +56,15 @@ func (z *zone) authoritative(ctx context.Context, m *dns.Msg, q dns.Question, na
 	if rr, ok := z.podName(name); ok {
 		rrs, exists = append(rrs, rr...), true
 	}
-	var match []dns.RR
+	other := func(rr dns.RR) bool { return rr.Header().Rrtype != q.Qtype }
+	match := rrs // every record is of the asked type, as usual: no copy
+	if q.Qtype != dns.TypeANY && slices.ContainsFunc(rrs, other) {
+		match = slices.DeleteFunc(slices.Clone(rrs), other)
+	}
 	var cname *dns.CNAME
 	for _, rr := range rrs {
 		if c, ok := rr.(*dns.CNAME); ok {
 			cname = c
-		}
-		if q.Qtype == dns.TypeANY || rr.Header().Rrtype == q.Qtype {
-			match = append(match, rr)
 		}
 	}
 	switch {
@@ -167,8 +169,12 @@ func (z *zone) forwardInto(ctx context.Context, m *dns.Msg, q dns.Question, req 
 }
 
 // rename copies records under the name as the client spelled it (DNS names are
-// case-insensitive, and some resolvers check that the case came back as sent).
+// case-insensitive, and some resolvers check that the case came back as sent). Records already
+// under that name are the index's, shared: nothing changes them once made.
 func rename(rrs []dns.RR, name string) []dns.RR {
+	if !slices.ContainsFunc(rrs, func(rr dns.RR) bool { return rr.Header().Name != name }) {
+		return rrs
+	}
 	out := make([]dns.RR, len(rrs))
 	for i, rr := range rrs {
 		out[i] = dns.Copy(rr)
