@@ -180,8 +180,19 @@ func (z *zone) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	m := z.answer(context.Background(), req)
 	_, udp := w.RemoteAddr().(*net.UDPAddr)
 	fit(req, m, udp)
-	_ = w.WriteMsg(m)
+	// Packed into a pooled buffer: WriteMsg would allocate one per query.
+	buf := packBufs.Get().(*[]byte)
+	defer packBufs.Put(buf)
+	out, err := m.PackBuffer(*buf)
+	if err != nil {
+		_ = w.WriteMsg(new(dns.Msg).SetRcode(req, dns.RcodeServerFailure))
+		return
+	}
+	_, _ = w.Write(out)
 }
+
+// packBufs hold room for a UDP answer with EDNS0 (a larger TCP one gets its own).
+var packBufs = sync.Pool{New: func() any { b := make([]byte, dns.DefaultMsgSize); return &b }}
 
 // warnUpstream logs the first failure to forward of this incarnation (a node without an
 // upstream fails every outside name the same way).

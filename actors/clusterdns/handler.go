@@ -21,7 +21,7 @@ func (z *zone) answer(ctx context.Context, req *dns.Msg) *dns.Msg {
 	q := req.Question[0]
 	name := strings.ToLower(q.Name)
 	switch {
-	case dns.IsSubDomain(z.idx.zone, name):
+	case z.idx.in(name):
 		if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
 			return m.SetRcode(req, dns.RcodeRefused)
 		}
@@ -133,7 +133,7 @@ func (z *zone) podName(name string) ([]dns.RR, bool) {
 // chase CNAMEs themselves get an address; a target the upstreams cannot resolve leaves the
 // CNAME alone, for the client to try.
 func (z *zone) follow(ctx context.Context, m *dns.Msg, q dns.Question) {
-	if dns.IsSubDomain(z.idx.zone, q.Name) {
+	if z.idx.in(strings.ToLower(q.Name)) {
 		rrs, _ := z.idx.lookup(q.Name)
 		for _, rr := range rrs {
 			if rr.Header().Rrtype == q.Qtype {

@@ -36,3 +36,15 @@ func TestIndexSharedOwner(t *testing.T) {
 		t.Fatal("the namespace's name is gone with b still in it")
 	}
 }
+
+func TestIndexIn(t *testing.T) {
+	x := newIndex("cluster.local.")
+	for name, want := range map[string]bool{
+		"cluster.local.": true, "web.default.svc.cluster.local.": true, "xcluster.local.": false,
+		"cluster.local.example.": false, "local.": false, `a\.cluster.local.`: false, `a\.b.cluster.local.`: true,
+	} {
+		if got := x.in(name); got != want {
+			t.Errorf("in(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
