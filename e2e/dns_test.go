@@ -1,18 +1,15 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-sh/skiff/actors/agent"
-	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/dnstest"
 	"github.com/skiff-sh/skiff/testkit/echoapp"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
@@ -53,25 +50,15 @@ const (
 // startUpstream runs a DNS server on the host's loopback that answers upstreamName and
 // NXDOMAIN for anything else: a real upstream for the node's DNS server, without the internet.
 func startUpstream(t *testing.T) string {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(req)
-		if q := req.Question[0]; strings.EqualFold(q.Name, upstreamName) && q.Qtype == dns.TypeA {
+	return dnstest.Serve(t, func(q dns.Question, m *dns.Msg) {
+		switch {
+		case !strings.EqualFold(q.Name, upstreamName):
+			m.Rcode = dns.RcodeNameError
+		case q.Qtype == dns.TypeA:
 			rr, _ := dns.NewRR(upstreamName + " 60 IN A " + upstreamAddr)
 			m.Answer = []dns.RR{rr}
-		} else if !strings.EqualFold(q.Name, upstreamName) {
-			m.Rcode = dns.RcodeNameError
 		}
-		_ = w.WriteMsg(m)
-	})}
-	go func() { _ = srv.ActivateAndServe() }()
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	return pc.LocalAddr().String()
+	})
 }
 
 // names is a headless Service with a one-pod StatefulSet under it, and an ExternalName Service
@@ -119,12 +106,7 @@ func TestPodResolvesClusterAndUpstreamNames(t *testing.T) {
 	n.waitReady(t, "app=backend", 2)
 	web := n.waitReady(t, "app=web", 1)[0]
 	client := n.waitReady(t, "app=client", 1)[0]
-	svcKind, _ := schemas.ByResource("", "v1", "services")
-	obj, err := n.cp.Client.Get(context.Background(), svcKind, "default", "backend")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clusterIP := obj.(*corev1.Service).Spec.ClusterIP
+	clusterIP := n.clusterIP(t, "backend")
 	for _, c := range []struct{ name, rtype, want string }{
 		{"backend", "A", clusterIP},
 		{"backend.default.svc.cluster.local", "A", clusterIP},

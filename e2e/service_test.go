@@ -131,6 +131,17 @@ func waitReadyPods(t *testing.T, cl *apiclient.Client, selector string, want int
 	return pods
 }
 
+// clusterIP is the ClusterIP of the Service name in default.
+func (n *node) clusterIP(t *testing.T, name string) string {
+	t.Helper()
+	svcKind, _ := schemas.ByResource("", "v1", "services")
+	obj, err := n.cp.Client.Get(context.Background(), svcKind, "default", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*corev1.Service).Spec.ClusterIP
+}
+
 // exec runs the httpecho binary inside a pod's container and returns its output.
 func (n *node) exec(t *testing.T, p *corev1.Pod, args ...string) (string, error) {
 	t.Helper()
@@ -160,12 +171,7 @@ func TestPodReachesServiceByClusterIP(t *testing.T) {
 	n.apply(t, backend)
 	backends := n.waitReady(t, "app=backend", 2)
 	client := n.waitReady(t, "app=client", 1)[0]
-	svcKind, _ := schemas.ByResource("", "v1", "services")
-	obj, err := n.cp.Client.Get(context.Background(), svcKind, "default", "backend")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vip := obj.(*corev1.Service).Spec.ClusterIP
+	vip := n.clusterIP(t, "backend")
 
 	// HTTP: both backends answer through the ClusterIP.
 	seen := map[string]int{}
