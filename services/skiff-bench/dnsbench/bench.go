@@ -91,6 +91,8 @@ func Run(w io.Writer, o Options) error {
 	}
 	t := benchutil.NewTable(w, "Services", "server", "queries/s", "p50", "p99", "failed", "Ready→answer p50", "max", "RSS MiB")
 	have := 0
+	last := netip.MustParseAddr("10.255.0.0")
+	newIP := func() string { last = last.Next(); return last.String() }
 	for _, n := range o.Sizes {
 		if err := populate(ctx, cs, have, n); err != nil {
 			return err
@@ -110,7 +112,7 @@ func Run(w io.Writer, o Options) error {
 		}
 		var res []result
 		for _, s := range servers {
-			r, err := measure(ctx, cs, s, names, o)
+			r, err := measure(ctx, cs, s, names, o, newIP)
 			if err != nil {
 				return fmt.Errorf("%s at %d Services: %w", s.name, n, err)
 			}
@@ -132,7 +134,8 @@ func Run(w io.Writer, o Options) error {
 }
 
 // measure starts one server, loads it, times readiness changes through it and reads its RSS.
-func measure(ctx context.Context, cs *kubernetes.Clientset, s server, names []string, o Options) (result, error) {
+// Each readiness change uses an address from newIP, so its answer is new.
+func measure(ctx context.Context, cs *kubernetes.Clientset, s server, names []string, o Options, newIP func() string) (result, error) {
 	c, addr, err := s.start(ctx)
 	if err != nil {
 		return result{}, err
@@ -150,7 +153,7 @@ func measure(ctx context.Context, cs *kubernetes.Clientset, s server, names []st
 	}
 	var lat []time.Duration
 	for range o.Flips {
-		d, err := flip(ctx, cs, addr)
+		d, err := flip(ctx, cs, addr, newIP())
 		if err != nil {
 			return r, err
 		}
@@ -161,31 +164,26 @@ func measure(ctx context.Context, cs *kubernetes.Clientset, s server, names []st
 	return r, nil
 }
 
-// flipAddr counts the addresses each readiness change uses, so every change has a new one.
-var flipAddr = netip.MustParseAddr("10.255.0.1")
-
 // flip adds a not-ready endpoint to the flip Service, waits until the server has had time to
 // see it, turns it Ready and times until the server's answer holds its address.
-func flip(ctx context.Context, cs *kubernetes.Clientset, server string) (time.Duration, error) {
-	slices := cs.DiscoveryV1().EndpointSlices(namespace)
-	flipAddr = flipAddr.Next()
-	ip := flipAddr.String()
-	es, err := slices.Get(ctx, flipName, metav1.GetOptions{})
+func flip(ctx context.Context, cs *kubernetes.Clientset, server, ip string) (time.Duration, error) {
+	esc := cs.DiscoveryV1().EndpointSlices(namespace)
+	es, err := esc.Get(ctx, flipName, metav1.GetOptions{})
 	if err != nil {
 		return 0, err
 	}
 	es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: new(false)}}}
-	if es, err = slices.Update(ctx, es, metav1.UpdateOptions{}); err != nil {
+	if es, err = esc.Update(ctx, es, metav1.UpdateOptions{}); err != nil {
 		return 0, err
 	}
 	time.Sleep(300 * time.Millisecond)
 	es.Endpoints[0].Conditions.Ready = new(true)
 	began := time.Now()
-	if _, err := slices.Update(ctx, es, metav1.UpdateOptions{}); err != nil {
+	if _, err := esc.Update(ctx, es, metav1.UpdateOptions{}); err != nil {
 		return 0, err
 	}
 	for time.Since(began) < 30*time.Second {
-		if slices := addrs(server, flipName+"."+namespace+".svc.cluster.local."); len(slices) == 1 && slices[0] == ip {
+		if got := addrs(server, flipName+"."+namespace+".svc.cluster.local."); len(got) == 1 && got[0] == ip {
 			return time.Since(began), nil
 		}
 		time.Sleep(time.Millisecond)
