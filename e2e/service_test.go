@@ -29,7 +29,8 @@ type node struct {
 	agent *agent.Agent
 }
 
-func startNode(t *testing.T) *node {
+// startNode starts a control plane and a node agent; opts adjust the agent's configuration.
+func startNode(t *testing.T, opts ...func(*agent.Config)) *node {
 	t.Helper()
 	if why := agent.Supported(); why != "" {
 		needs.Skip(t, why)
@@ -55,8 +56,12 @@ func startNode(t *testing.T) *node {
 	cp := testutil.StartControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{Log: cp.Log, Informers: cp.Informers, Client: cp.Client, NATS: cp.Conn, Actors: cp.Actors, NodeName: "e2e-node",
-		DataDir: dir, PodCIDR: "10.231.0.0/24", Bridge: "skiffe2e0", ImagesDir: images})
+	cfg := agent.Config{Log: cp.Log, Informers: cp.Informers, Client: cp.Client, NATS: cp.Conn, Actors: cp.Actors, NodeName: "e2e-node",
+		DataDir: dir, PodCIDR: "10.231.0.0/24", Bridge: "skiffe2e0", ImagesDir: images}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a, err := agent.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +131,17 @@ func waitReadyPods(t *testing.T, cl *apiclient.Client, selector string, want int
 	return pods
 }
 
+// clusterIP is the ClusterIP of the Service name in default.
+func (n *node) clusterIP(t *testing.T, name string) string {
+	t.Helper()
+	svcKind, _ := schemas.ByResource("", "v1", "services")
+	obj, err := n.cp.Client.Get(context.Background(), svcKind, "default", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*corev1.Service).Spec.ClusterIP
+}
+
 // exec runs the httpecho binary inside a pod's container and returns its output.
 func (n *node) exec(t *testing.T, p *corev1.Pod, args ...string) (string, error) {
 	t.Helper()
@@ -155,12 +171,7 @@ func TestPodReachesServiceByClusterIP(t *testing.T) {
 	n.apply(t, backend)
 	backends := n.waitReady(t, "app=backend", 2)
 	client := n.waitReady(t, "app=client", 1)[0]
-	svcKind, _ := schemas.ByResource("", "v1", "services")
-	obj, err := n.cp.Client.Get(context.Background(), svcKind, "default", "backend")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vip := obj.(*corev1.Service).Spec.ClusterIP
+	vip := n.clusterIP(t, "backend")
 
 	// HTTP: both backends answer through the ClusterIP.
 	seen := map[string]int{}

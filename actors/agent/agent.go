@@ -57,10 +57,12 @@ type Config struct {
 	// Cluster DNS (actors/clusterdns): served on DNSListen (default: the pod bridge's address,
 	// the pod CIDR's first, port 53), which the proxy routes the kube-dns Service to; pods'
 	// resolv.conf names ClusterDNS (default 10.96.0.10, kube-dns) and searches ClusterDomain
-	// (default cluster.local).
+	// (default cluster.local). DNSUpstreams are the resolvers (ip or ip:port) the DNS server
+	// forwards other names to; nil = the node's resolv.conf.
 	DNSListen     string
 	ClusterDNS    string
 	ClusterDomain string
+	DNSUpstreams  []string
 	Logger        *slog.Logger
 }
 
@@ -142,7 +144,8 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		a.Stop()
 		return nil, err
 	}
-	a.DNS = clusterdns.New(clusterdns.Config{Informers: cfg.Informers, NodeName: cfg.NodeName, Domain: cfg.ClusterDomain, Listen: dnsAddr.String(), Logger: cfg.Logger})
+	a.DNS = clusterdns.New(clusterdns.Config{Informers: cfg.Informers, NodeName: cfg.NodeName, Domain: cfg.ClusterDomain, Listen: dnsAddr.String(),
+		Upstreams: cfg.DNSUpstreams, Logger: cfg.Logger})
 	pid, err := cfg.Actors.Spawn("clusterdns", a.DNS.Producer())
 	if err != nil {
 		a.Stop()

@@ -32,8 +32,10 @@ type zone struct {
 	idx  *index
 	fwd  *forwarder
 	node string
-	log  func(msg string, args ...any)
-	fail func(reason any) // a panic while answering fails the actor
+	// faultQuery is FaultQuery(node), made once rather than per query.
+	faultQuery string
+	log        func(msg string, args ...any)
+	fail       func(reason any) // a panic while answering fails the actor
 
 	warnOnce sync.Once
 }
@@ -82,7 +84,8 @@ func (a *dnsActor) start(actx actorkit.Context) {
 		upstreams = resolvconf.NonLoopback(host.Nameservers)
 	}
 	sys, self := actorkit.SystemOf(actx), actx.Self()
-	z := &zone{idx: newIndex(s.Zone()), fwd: newForwarder(upstreams), node: s.cfg.NodeName, log: s.cfg.Logger.Warn}
+	z := &zone{idx: newIndex(s.Zone()), fwd: newForwarder(upstreams), node: s.cfg.NodeName,
+		faultQuery: FaultQuery(s.cfg.NodeName), log: s.cfg.Logger.Warn}
 	z.fail = func(r any) { sys.Send(self, &queryPanicked{z: z, reason: r}) }
 	a.z = z
 	for inf, h := range s.handlers {
@@ -173,12 +176,23 @@ func (z *zone) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			_ = w.WriteMsg(m.SetRcode(req, dns.RcodeServerFailure))
 		}
 	}()
-	actorkit.Fault(FaultQuery(z.node))
+	actorkit.Fault(z.faultQuery)
 	m := z.answer(context.Background(), req)
 	_, udp := w.RemoteAddr().(*net.UDPAddr)
 	fit(req, m, udp)
-	_ = w.WriteMsg(m)
+	// Packed into a pooled buffer: WriteMsg would allocate one per query.
+	buf := packBufs.Get().(*[]byte)
+	defer packBufs.Put(buf)
+	out, err := m.PackBuffer(*buf)
+	if err != nil {
+		_ = w.WriteMsg(new(dns.Msg).SetRcode(req, dns.RcodeServerFailure))
+		return
+	}
+	_, _ = w.Write(out)
 }
+
+// packBufs hold room for a UDP answer with EDNS0 (a larger TCP one gets its own).
+var packBufs = sync.Pool{New: func() any { b := make([]byte, dns.DefaultMsgSize); return &b }}
 
 // warnUpstream logs the first failure to forward of this incarnation (a node without an
 // upstream fails every outside name the same way).

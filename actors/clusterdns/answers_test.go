@@ -27,8 +27,13 @@ func TestClusterIPService(t *testing.T) {
 	if !m.Authoritative || len(m.Answer) != 1 || m.Answer[0].Header().Name != "WEB.Default.svc.Cluster.Local." || m.Answer[0].Header().Ttl != clusterdns.TTL {
 		t.Fatalf("answer %v", m)
 	}
-	if got := values(f.query("_http._tcp.web.default.svc.cluster.local.", dns.TypeSRV)); len(got) != 1 || got[0] != "SRV 0 100 80 web.default.svc.cluster.local." {
+	srv := f.query("_http._tcp.web.default.svc.cluster.local.", dns.TypeSRV)
+	if got := values(srv); len(got) != 1 || got[0] != "SRV 0 100 80 web.default.svc.cluster.local." {
 		t.Fatalf("SRV %q", got)
+	}
+	// The target's address comes along in the additional section.
+	if len(srv.Extra) != 1 || srv.Extra[0].String() != "web.default.svc.cluster.local.\t5\tIN\tA\t"+ip {
+		t.Fatalf("SRV additional %v", srv.Extra)
 	}
 	rev, _ := dns.ReverseAddr(ip)
 	if got := values(f.query(rev, dns.TypePTR)); len(got) != 1 || got[0] != "PTR web.default.svc.cluster.local." {
@@ -99,6 +104,14 @@ func TestHeadlessService(t *testing.T) {
 	f.waitAnswer("db-0."+base, dns.TypeA, "A 10.1.0.5")
 	f.waitAnswer("10-1-0-7."+base, dns.TypeA, "A 10.1.0.7")
 	f.waitAnswer("_http._tcp."+base, dns.TypeSRV, "SRV 0 100 5432 db-0."+base, "SRV 0 100 5432 10-1-0-7."+base)
+	var extra []string
+	for _, rr := range f.query("_http._tcp."+base, dns.TypeSRV).Extra {
+		extra = append(extra, rr.String())
+	}
+	slices.Sort(extra)
+	if want := []string{"10-1-0-7." + base + "\t5\tIN\tA\t10.1.0.7", "db-0." + base + "\t5\tIN\tA\t10.1.0.5"}; !slices.Equal(extra, want) {
+		t.Fatalf("SRV additional %q, want each target's address %q", extra, want)
+	}
 	f.waitAnswer("5.0.1.10.in-addr.arpa.", dns.TypePTR, "PTR db-0."+base)
 	if m := f.query("db-1."+base, dns.TypeA); m.Rcode != dns.RcodeNameError {
 		t.Fatalf("a not-ready endpoint is not published: %v", m)

@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/skiff-sh/skiff/testkit/dnstest"
 )
 
 // Upstream answers are cached for their TTL, at most MaxCacheTTL, with the TTLs they hand out
 // aged; negative answers for the SOA's minimum; failures not at all.
 func TestForwarderCacheIsTTLBounded(t *testing.T) {
 	var asked atomic.Int32
-	addr := serveUpstream(t, func(q dns.Question, m *dns.Msg) {
+	addr := dnstest.Serve(t, func(q dns.Question, m *dns.Msg) {
 		asked.Add(1)
 		switch q.Name {
 		case "long.test.":
@@ -67,21 +69,4 @@ func TestForwarderCacheIsTTLBounded(t *testing.T) {
 	if n := asked.Load(); n != 8 {
 		t.Fatalf("%d upstream queries after %v, want 8", n, MaxCacheTTL)
 	}
-}
-
-func serveUpstream(t *testing.T, answer func(dns.Question, *dns.Msg)) string {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		answer(r.Question[0], m)
-		_ = w.WriteMsg(m)
-	})}
-	go func() { _ = srv.ActivateAndServe() }()
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	return pc.LocalAddr().String()
 }

@@ -3,6 +3,7 @@ package clusterdns
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -20,7 +21,7 @@ func (z *zone) answer(ctx context.Context, req *dns.Msg) *dns.Msg {
 	q := req.Question[0]
 	name := strings.ToLower(q.Name)
 	switch {
-	case dns.IsSubDomain(z.idx.zone, name):
+	case z.idx.in(name):
 		if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
 			return m.SetRcode(req, dns.RcodeRefused)
 		}
@@ -55,19 +56,23 @@ func (z *zone) authoritative(ctx context.Context, m *dns.Msg, q dns.Question, na
 	if rr, ok := z.podName(name); ok {
 		rrs, exists = append(rrs, rr...), true
 	}
-	var match []dns.RR
+	other := func(rr dns.RR) bool { return rr.Header().Rrtype != q.Qtype }
+	match := rrs // every record is of the asked type, as usual: no copy
+	if q.Qtype != dns.TypeANY && slices.ContainsFunc(rrs, other) {
+		match = slices.DeleteFunc(slices.Clone(rrs), other)
+	}
 	var cname *dns.CNAME
 	for _, rr := range rrs {
 		if c, ok := rr.(*dns.CNAME); ok {
 			cname = c
 		}
-		if q.Qtype == dns.TypeANY || rr.Header().Rrtype == q.Qtype {
-			match = append(match, rr)
-		}
 	}
 	switch {
 	case len(match) > 0:
 		m.Answer = rename(match, q.Name)
+		if q.Qtype == dns.TypeSRV {
+			m.Extra = z.targets(match)
+		}
 	case cname != nil:
 		m.Answer = rename([]dns.RR{cname}, q.Name)
 		z.follow(ctx, m, dns.Question{Name: cname.Target, Qtype: q.Qtype, Qclass: dns.ClassINET})
@@ -77,6 +82,28 @@ func (z *zone) authoritative(ctx context.Context, m *dns.Msg, q dns.Question, na
 		m.Rcode = dns.RcodeNameError
 		m.Ns = []dns.RR{z.idx.soa()}
 	}
+}
+
+// targets are the addresses of SRV records' targets, for the additional section (as the
+// Kubernetes DNS specification's examples and CoreDNS give them): a client that connects to
+// every target needs no query per target.
+func (z *zone) targets(srvs []dns.RR) []dns.RR {
+	var out []dns.RR
+	seen := map[string]bool{}
+	for _, rr := range srvs {
+		target := rr.(*dns.SRV).Target
+		if seen[target] {
+			continue // a Service's ports share a target
+		}
+		seen[target] = true
+		rrs, _ := z.idx.lookup(target)
+		for _, a := range rrs {
+			if t := a.Header().Rrtype; t == dns.TypeA || t == dns.TypeAAAA {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }
 
 // podName answers <a-b-c-d>.<ns>.pod.<zone> with the address a.b.c.d (fd00--1 for IPv6), as
@@ -106,7 +133,7 @@ func (z *zone) podName(name string) ([]dns.RR, bool) {
 // chase CNAMEs themselves get an address; a target the upstreams cannot resolve leaves the
 // CNAME alone, for the client to try.
 func (z *zone) follow(ctx context.Context, m *dns.Msg, q dns.Question) {
-	if dns.IsSubDomain(z.idx.zone, q.Name) {
+	if z.idx.in(strings.ToLower(q.Name)) {
 		rrs, _ := z.idx.lookup(q.Name)
 		for _, rr := range rrs {
 			if rr.Header().Rrtype == q.Qtype {
@@ -142,8 +169,12 @@ func (z *zone) forwardInto(ctx context.Context, m *dns.Msg, q dns.Question, req 
 }
 
 // rename copies records under the name as the client spelled it (DNS names are
-// case-insensitive, and some resolvers check that the case came back as sent).
+// case-insensitive, and some resolvers check that the case came back as sent). Records already
+// under that name are the index's, shared: nothing changes them once made.
 func rename(rrs []dns.RR, name string) []dns.RR {
+	if !slices.ContainsFunc(rrs, func(rr dns.RR) bool { return rr.Header().Name != name }) {
+		return rrs
+	}
 	out := make([]dns.RR, len(rrs))
 	for i, rr := range rrs {
 		out[i] = dns.Copy(rr)

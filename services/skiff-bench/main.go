@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/skiff-sh/skiff/actors/scheduler/framework"
 	"github.com/skiff-sh/skiff/services/skiff-bench/apibench"
+	"github.com/skiff-sh/skiff/services/skiff-bench/dnsbench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/durabench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/kubeletbench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/lbbench"
@@ -33,6 +35,17 @@ func main() {
 	flag.IntVar(&system.Pods, "system-pods", 10000, "system suite: replicas of the Deployment as applied")
 	flag.IntVar(&system.ScaleTo, "system-scale-to", 0, "system suite: replicas it is then scaled to (default 3 × -system-pods; -1: no second phase)")
 	flag.StringVar(&system.ProfileDir, "system-profile-dir", "", "system suite: keep the CPU profiles of skiff up here")
+	var dnsOpts dnsbench.Options
+	flag.Func("dns-sizes", "dns suite: comma-separated Service counts (default 1000,10000)", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				return fmt.Errorf("-dns-sizes: %q is not a positive count", f)
+			}
+			dnsOpts.Sizes = append(dnsOpts.Sizes, n)
+		}
+		return nil
+	})
 	flag.Parse()
 	suites := []suite{
 		{"statelog", statelogbench.RunBench},
@@ -44,6 +57,7 @@ func main() {
 		{"lb", func(w io.Writer) error { return lbbench.Run(w, lbbench.Options{}) }},
 		{"netpol", func(w io.Writer) error { return npbench.Run(w, npbench.Options{}) }},
 		{"kubelet", kubeletbench.RunBench},
+		{"dns", func(w io.Writer) error { return dnsbench.Run(w, dnsOpts) }},
 		{"system", func(w io.Writer) error { return systembench.Run(w, system) }},
 	}
 	want := map[string]bool{}

@@ -49,6 +49,6 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().StringVarP(&g.namespace, "namespace", "n", "default", "namespace")
 	root.PersistentFlags().StringVar(&g.token, "token", os.Getenv("SKIFF_TOKEN"), "bearer token (env SKIFF_TOKEN); replaces the kubeconfig's credentials")
 	root.AddCommand(newUp(), newApply(g), newGet(g), newDelete(g), newDescribe(g), newKubeconfig(g), newVersion(g),
-		newScale(g), newRollout(g), newEvents(g), newProxy(g), newPolicy(g), newAgent(), newSim(g), newLogs(g), newExec(g), newImage(), newTrace(g), newServer(), newNATS(), newNATSCreds(), newClusterCreds())
+		newScale(g), newRollout(g), newEvents(g), newProxy(g), newPolicy(g), newAgent(), newDNS(), newSim(g), newLogs(g), newExec(g), newImage(), newTrace(g), newServer(), newNATS(), newNATSCreds(), newClusterCreds())
 	return root
 }

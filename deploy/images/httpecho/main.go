@@ -2,7 +2,7 @@
 // who answered (pod, hostname, IP), with health/readiness endpoints that can
 // be made to fail, memory allocation for OOM tests, a UDP echo for Service
 // tests and an optional timed exit for restart tests. It also carries a few
-// one-shot modes (-version, -probe, -cat, -append) so exec and init containers work in a FROM scratch
+// one-shot modes (-version, -probe, -cat, -append, -resolve) so exec and init containers work in a FROM scratch
 // image that has no shell.
 package main
 
@@ -42,6 +42,8 @@ func main() {
 		port          = flag.String("port", envOr("PORT", "8080"), "TCP port for HTTP")
 		udpPort       = flag.String("udp-port", envOr("UDP_PORT", ""), "UDP echo port (default: the HTTP port)")
 		udpProbe      = flag.String("udp-probe", "", "send \"whoami\" to this UDP host:port, print the answer and who sent it, exit 0 on an answer")
+		resolve       = flag.String("resolve", "", "look this name up with Go's resolver (the pod's resolv.conf: search path, ndots), print the answers one a line, exit 0 on an answer")
+		resolveType   = flag.String("resolve-type", "A", "-resolve's record type: A (every address), CNAME or SRV (NAME is _port._proto.service)")
 	)
 	flag.Parse()
 	switch {
@@ -58,6 +60,8 @@ func main() {
 		os.Exit(runAppend(*appendTo, *exitCode))
 	case *udpProbe != "":
 		os.Exit(runUDPProbe(*udpProbe))
+	case *resolve != "":
+		os.Exit(runResolve(*resolve, *resolveType))
 	}
 	if *udpPort == "" {
 		*udpPort = *port

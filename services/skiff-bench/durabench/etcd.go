@@ -25,36 +25,12 @@ type etcdBins struct{ server, load string }
 // buildEtcd builds etcd and the load generator from the etcdload module once per version
 // into the user's cache dir.
 func buildEtcd(ctx context.Context) (etcdBins, error) {
-	cache, err := os.UserCacheDir()
+	bins, err := benchutil.BuildFromModule(ctx, filepath.Join("services", "skiff-bench", "durabench", "etcdload"), "etcd-"+etcdVersion,
+		map[string]string{"etcd": "go.etcd.io/etcd/server/v3", "etcdload": "."})
 	if err != nil {
 		return etcdBins{}, err
 	}
-	dir := filepath.Join(cache, "skiff-bench", "etcd-"+etcdVersion)
-	bins := etcdBins{server: filepath.Join(dir, "etcd"), load: filepath.Join(dir, "etcdload")}
-	src, err := loadModuleDir(ctx)
-	if err != nil {
-		return bins, err
-	}
-	for bin, pkg := range map[string]string{bins.server: "go.etcd.io/etcd/server/v3", bins.load: "."} {
-		if _, err := os.Stat(bin); err == nil {
-			continue
-		}
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
-		cmd.Dir = src
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return bins, fmt.Errorf("build %s: %w\n%s", pkg, err, out)
-		}
-	}
-	return bins, nil
-}
-
-// loadModuleDir finds etcdload beside this package in Skiff's source tree.
-func loadModuleDir(ctx context.Context) (string, error) {
-	root, err := benchutil.ModuleRoot(ctx)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, "services", "skiff-bench", "durabench", "etcdload"), nil
+	return etcdBins{server: bins["etcd"], load: bins["etcdload"]}, nil
 }
 
 // startEtcd runs a one-member etcd with its data in dir (fsync on, as etcd always does) and

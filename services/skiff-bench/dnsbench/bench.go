@@ -1,0 +1,258 @@
+// Package dnsbench compares Skiff's cluster DNS server with CoreDNS's kubernetes plugin, side by
+// side in one run: both read the same Services and EndpointSlices from one `skiff up` (Skiff's
+// from the state log as `skiff dns`, CoreDNS through the API with a kubeconfig), each is loaded
+// alone, with the same queries, and measured as a process of its own.
+package dnsbench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
+)
+
+// Options size the DNS suite.
+type Options struct {
+	Sizes    []int         // Services in the cluster, one measurement each; default 1,000 and 10,000
+	Workers  int           // concurrent queries in flight; default 32
+	Duration time.Duration // each load run; default 5 s
+	Flips    int           // endpoint readiness changes timed per server; default 10
+}
+
+const (
+	namespace = "bench"
+	managedBy = "skiff-bench" // not the EndpointSlice controller's: it leaves these slices alone
+	flipName  = "flip"        // the headless Service whose endpoint turns Ready
+)
+
+// server is one DNS server under test.
+type server struct {
+	name  string
+	start func(ctx context.Context) (*child, string, error)
+}
+
+// result is one server's measurements at one size.
+type result struct {
+	load  loadResult
+	ready [2]time.Duration // p50, max from Ready written to the new answer
+	rss   uint64
+}
+
+// Run prints the comparison table.
+func Run(w io.Writer, o Options) error {
+	if len(o.Sizes) == 0 {
+		o.Sizes = []int{1000, 10000}
+	}
+	o.Workers = cmp.Or(o.Workers, 32)
+	o.Duration = cmp.Or(o.Duration, 5*time.Second)
+	o.Flips = cmp.Or(o.Flips, 10)
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "skiff-dnsbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	skiff, coredns, err := buildBins(ctx, dir)
+	if err != nil {
+		return err
+	}
+	natsPort, err := benchutil.FreePort()
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(dir, "data")
+	up, err := spawn(dir, "skiff-up", skiff, "up", "--agent=false", "--data-dir", data, "--listen", "127.0.0.1:0",
+		"--nats-port", strconv.Itoa(natsPort), "--metrics-listen", "")
+	if err != nil {
+		return err
+	}
+	defer up.stop()
+	kubeconfig := filepath.Join(data, "kubeconfig")
+	cs, err := waitAPI(ctx, kubeconfig)
+	if err != nil {
+		return fmt.Errorf("skiff up: %w", err)
+	}
+	if err := setup(ctx, cs); err != nil {
+		return err
+	}
+	t := benchutil.NewTable(w, "Services", "server", "queries/s", "p50", "p99", "failed", "Ready→answer p50", "max", "RSS MiB")
+	have := 0
+	last := netip.MustParseAddr("10.255.0.0")
+	newIP := func() string { last = last.Next(); return last.String() }
+	for _, n := range o.Sizes {
+		if err := populate(ctx, cs, have, n); err != nil {
+			return err
+		}
+		have = max(have, n)
+		names := make([]string, n)
+		for i := range names {
+			names[i] = svcName(i) + "." + namespace + ".svc.cluster.local."
+		}
+		servers := []server{
+			{"skiff dns", func(ctx context.Context) (*child, string, error) {
+				return startSkiffDNS(ctx, dir, data, skiff, natsPort)
+			}},
+			{"coredns " + corednsVersion, func(ctx context.Context) (*child, string, error) {
+				return startCoreDNS(ctx, dir, coredns, kubeconfig, names[n-1])
+			}},
+		}
+		var res []result
+		for _, s := range servers {
+			r, err := measure(ctx, cs, s, names, o, newIP)
+			if err != nil {
+				return fmt.Errorf("%s at %d Services: %w", s.name, n, err)
+			}
+			res = append(res, r)
+			t.Row(n, s.name, fmt.Sprintf("%.0f", r.load.qps), r.load.p50.Round(time.Microsecond), r.load.p99.Round(time.Microsecond),
+				r.load.failed, r.ready[0].Round(time.Millisecond), r.ready[1].Round(time.Millisecond), fmt.Sprintf("%.1f", float64(r.rss)/(1<<20)))
+		}
+		t.Row(n, "skiff/coredns", fmt.Sprintf("%.2fx", res[0].load.qps/res[1].load.qps), "", "", "", "", "",
+			fmt.Sprintf("%.2fx", float64(res[0].rss)/float64(res[1].rss)))
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "Load: %d queries in flight over UDP (closed loop), A for a random Service, %v per server, one server at a time on this host.\n"+
+		"RSS: each server's whole process after its load run (skiff dns: the DNS actor with its own NATS connection and informers).\n"+
+		"Ready→answer: an endpoint's ready condition written through the API until the server's answer has its address (polled every ms).\n",
+		o.Workers, o.Duration)
+	return nil
+}
+
+// measure starts one server, loads it, times readiness changes through it and reads its RSS.
+// Each readiness change uses an address from newIP, so its answer is new.
+func measure(ctx context.Context, cs *kubernetes.Clientset, s server, names []string, o Options, newIP func() string) (result, error) {
+	c, addr, err := s.start(ctx)
+	if err != nil {
+		return result{}, err
+	}
+	defer c.stop()
+	if len(addrs(addr, names[len(names)-1])) == 0 {
+		return result{}, fmt.Errorf("%s does not answer %s", addr, names[len(names)-1])
+	}
+	var r result
+	if r.load, err = load(ctx, addr, names, o.Workers, o.Duration); err != nil {
+		return r, err
+	}
+	if r.rss, err = rss(c.cmd.Process.Pid); err != nil {
+		return r, err
+	}
+	var lat []time.Duration
+	for range o.Flips {
+		d, err := flip(ctx, cs, addr, newIP())
+		if err != nil {
+			return r, err
+		}
+		lat = append(lat, d)
+	}
+	r.ready[0], _ = benchutil.Percentiles(lat)
+	r.ready[1] = slices.Max(lat)
+	return r, nil
+}
+
+// flip adds a not-ready endpoint to the flip Service, waits until the server has had time to
+// see it, turns it Ready and times until the server's answer holds its address.
+func flip(ctx context.Context, cs *kubernetes.Clientset, server, ip string) (time.Duration, error) {
+	esc := cs.DiscoveryV1().EndpointSlices(namespace)
+	es, err := esc.Get(ctx, flipName, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: new(false)}}}
+	if es, err = esc.Update(ctx, es, metav1.UpdateOptions{}); err != nil {
+		return 0, err
+	}
+	time.Sleep(300 * time.Millisecond)
+	es.Endpoints[0].Conditions.Ready = new(true)
+	began := time.Now()
+	if _, err := esc.Update(ctx, es, metav1.UpdateOptions{}); err != nil {
+		return 0, err
+	}
+	for time.Since(began) < 30*time.Second {
+		if got := addrs(server, flipName+"."+namespace+".svc.cluster.local."); len(got) == 1 && got[0] == ip {
+			return time.Since(began), nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return 0, fmt.Errorf("%s did not answer %s for %s within 30s of it turning Ready", server, ip, flipName)
+}
+
+// waitAPI waits for skiff up's kubeconfig and a ready API.
+func waitAPI(ctx context.Context, kubeconfig string) (*kubernetes.Clientset, error) {
+	var lastErr error
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		cfg.QPS, cfg.Burst = 2000, 4000
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if _, lastErr = cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); lastErr == nil {
+			return cs, nil
+		}
+	}
+	return nil, fmt.Errorf("API not ready in 2 min: %v", lastErr)
+}
+
+// setup makes the namespace and the headless flip Service with its (empty) slice.
+func setup(ctx context.Context, cs *kubernetes.Clientset) error {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: flipName},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}}}
+	if _, err := cs.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	_, err := cs.DiscoveryV1().EndpointSlices(namespace).Create(ctx, slice(flipName, nil), metav1.CreateOptions{})
+	return err
+}
+
+// populate creates Services from..to-1, each a ClusterIP Service without a selector and a
+// slice of two ready endpoints, as a Deployment's would be.
+func populate(ctx context.Context, cs *kubernetes.Clientset, from, to int) error {
+	return benchutil.Parallel(32, to-from, func(i int) error {
+		i += from - 1
+		name := svcName(i)
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+		if _, err := cs.CoreV1().Services(namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		base := netip.AddrFrom4([4]byte{10, 200, byte(i >> 7), byte(i<<1) & 0xff})
+		_, err := cs.DiscoveryV1().EndpointSlices(namespace).Create(ctx, slice(name, []string{base.String(), base.Next().String()}), metav1.CreateOptions{})
+		return err
+	})
+}
+
+func slice(svc string, ips []string) *discoveryv1.EndpointSlice {
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: svc, Labels: map[string]string{discoveryv1.LabelServiceName: svc, discoveryv1.LabelManagedBy: managedBy}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: new("http"), Port: new(int32(8080)), Protocol: new(corev1.ProtocolTCP)}},
+	}
+	for _, ip := range ips {
+		es.Endpoints = append(es.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: new(true)}})
+	}
+	return es
+}
+
+func svcName(i int) string { return "svc-" + strconv.Itoa(i) }

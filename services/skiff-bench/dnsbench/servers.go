@@ -1,0 +1,184 @@
+package dnsbench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
+)
+
+// corednsVersion is the CoreDNS the comparison runs, as corednsbuild/go.mod requires it.
+const corednsVersion = "v1.15.0"
+
+// child is a process the bench started, its output in a log file beside the data.
+type child struct {
+	cmd *exec.Cmd
+	log string
+}
+
+func spawn(dir, name, bin string, args ...string) (*child, error) {
+	c := &child{cmd: exec.Command(bin, args...), log: filepath.Join(dir, name+".log")}
+	f, err := os.Create(c.log)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	c.cmd.Stdout, c.cmd.Stderr = f, f
+	// Killed with the bench if the bench dies first.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	return c, nil
+}
+
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// waitLog waits for a line of the log that contains marker and returns what follows it.
+func (c *child) waitLog(ctx context.Context, marker string, limit time.Duration) (string, error) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		f, err := os.Open(c.log)
+		if err != nil {
+			return "", err
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), marker); ok {
+				f.Close()
+				return strings.TrimSpace(rest), nil
+			}
+		}
+		f.Close()
+		time.Sleep(50 * time.Millisecond)
+	}
+	data, _ := os.ReadFile(c.log)
+	return "", fmt.Errorf("no %q in %s's output within %v:\n%s", marker, filepath.Base(c.log), limit, lastLines(string(data), 20))
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(l[max(0, len(l)-n):], "\n")
+}
+
+// rss is a process's resident set now (VmRSS), in bytes.
+func rss(pid int) (uint64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc/" + strconv.Itoa(pid) + "/status")
+}
+
+// buildBins builds skiff from this tree and CoreDNS from the corednsbuild module (into the
+// cache, once per version).
+func buildBins(ctx context.Context, dir string) (skiff, coredns string, err error) {
+	root, err := benchutil.ModuleRoot(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	skiff = filepath.Join(dir, "skiff")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", skiff, "./services/skiff")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("build skiff: %w\n%s", err, out)
+	}
+	bins, err := benchutil.BuildFromModule(ctx, filepath.Join("services", "skiff-bench", "dnsbench", "corednsbuild"),
+		"coredns-"+corednsVersion, map[string]string{"coredns": "github.com/coredns/coredns"})
+	if err != nil {
+		return "", "", err
+	}
+	return skiff, bins["coredns"], nil
+}
+
+// startSkiffDNS runs `skiff dns` joined to the control plane's NATS with a node's credentials
+// minted from data's keys; it returns once the server has synced and listens.
+func startSkiffDNS(ctx context.Context, dir, data, skiff string, natsPort int) (*child, string, error) {
+	creds, err := exec.CommandContext(ctx, skiff, "nats-creds", "--node", "bench-dns", "--data-dir", data).Output()
+	if err != nil {
+		return nil, "", fmt.Errorf("skiff nats-creds: %w", err)
+	}
+	credsFile := filepath.Join(dir, "bench-dns.creds")
+	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
+		return nil, "", err
+	}
+	c, err := spawn(dir, "skiff-dns", skiff, "dns", "--listen", "127.0.0.1:0", "--node-name", "bench-dns", "--nats-creds", credsFile,
+		"--nats-url", "nats://127.0.0.1:"+strconv.Itoa(natsPort), "--upstream", "127.0.0.1:9")
+	if err != nil {
+		return nil, "", err
+	}
+	addr, err := c.waitLog(ctx, "skiff dns serving on ", 2*time.Minute)
+	if err != nil {
+		c.stop()
+		return nil, "", err
+	}
+	return c, addr, nil
+}
+
+// corefile is CoreDNS's configuration: the kubernetes plugin as kubeadm configures it (pods
+// insecure, reverse zones), reading Skiff's API through its kubeconfig. No cache plugin: both
+// servers then answer every query from their Service index, and an endpoint change is seen as
+// soon as the server has it.
+const corefile = `.:%d {
+    bind 127.0.0.1
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig %s
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 5
+    }
+    loadbalance
+}
+`
+
+// startCoreDNS runs CoreDNS against Skiff's API; it returns once CoreDNS answers for
+// probeName (its informers have the Services).
+func startCoreDNS(ctx context.Context, dir, bin, kubeconfig, probeName string) (*child, string, error) {
+	port, err := benchutil.FreePort()
+	if err != nil {
+		return nil, "", err
+	}
+	conf := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf(corefile, port, kubeconfig)), 0o644); err != nil {
+		return nil, "", err
+	}
+	c, err := spawn(dir, "coredns", bin, "-conf", conf)
+	if err != nil {
+		return nil, "", err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if len(addrs(addr, probeName)) > 0 {
+			return c, addr, nil
+		}
+	}
+	data, _ := os.ReadFile(c.log)
+	c.stop()
+	return nil, "", fmt.Errorf("coredns did not answer %s in 2 min:\n%s", probeName, lastLines(string(data), 20))
+}
