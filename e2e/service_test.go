@@ -29,7 +29,8 @@ type node struct {
 	agent *agent.Agent
 }
 
-func startNode(t *testing.T) *node {
+// startNode runs them; mutate adjusts the agent's configuration (its data directory is set).
+func startNode(t *testing.T, mutate ...func(*agent.Config)) *node {
 	t.Helper()
 	if why := agent.Supported(); why != "" {
 		needs.Skip(t, why)
@@ -55,8 +56,12 @@ func startNode(t *testing.T) *node {
 	cp := testutil.StartControlPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{Log: cp.Log, Informers: cp.Informers, Client: cp.Client, NATS: cp.Conn, Actors: cp.Actors, NodeName: "e2e-node",
-		DataDir: dir, PodCIDR: "10.231.0.0/24", Bridge: "skiffe2e0", ImagesDir: images})
+	cfg := agent.Config{Log: cp.Log, Informers: cp.Informers, Client: cp.Client, NATS: cp.Conn, Actors: cp.Actors, NodeName: "e2e-node",
+		DataDir: dir, PodCIDR: "10.231.0.0/24", Bridge: "skiffe2e0", ImagesDir: images}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	a, err := agent.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
