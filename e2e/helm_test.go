@@ -9,28 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiff-sh/skiff/actors/agent"
 	"github.com/skiff-sh/skiff/deploy/images/examples"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // `helm install` of the chart `helm create` makes, unmodified, with this repository's image
-// set as a user would (--set), runs on a real node; then `helm test` passes: its test pod runs
-// `busybox` (pulled, as imagePullPolicy Always says, from a docker.io mirror the node is
-// configured with, which serves this repository's busybox stand-in) doing `wget <fullname>:<port>`
+// set as a user would (--set); then `helm test` passes: its test pod runs `busybox` (pulled,
+// as imagePullPolicy Always says, from the docker.io mirror) doing `wget <fullname>:<port>`
 // over cluster DNS and the Service.
-func TestHelmInstallAndTestTheDefaultChart(t *testing.T) {
-	port := serveRegistry(t)
-	pushImage(t, examples.BuildBusybox, "127.0.0.1:"+port+"/library/busybox:latest")
-	hosts := filepath.Join(t.TempDir(), "registries")
-	if err := os.MkdirAll(filepath.Join(hosts, "docker.io"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mirror := "server = \"https://registry-1.docker.io\"\n\n[host.\"http://127.0.0.1:" + port + "\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
-	if err := os.WriteFile(filepath.Join(hosts, "docker.io", "hosts.toml"), []byte(mirror), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	n := startNode(t, func(c *agent.Config) { c.RegistryConfig = hosts })
+func helmInstallAndTest(t *testing.T, n *node) {
 	helm := helmCmd(t, n.cp.URL())
 	must := func(want string, args ...string) string {
 		t.Helper()

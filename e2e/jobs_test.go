@@ -37,8 +37,7 @@ spec:
 // Complete; a pod failing each time stops the Job at its backoffLimit (BackoffLimitExceeded);
 // an Indexed Job's processes each see their own index (JOB_COMPLETION_INDEX, written by the
 // process to its termination message).
-func TestJobsOnARealNode(t *testing.T) {
-	n := startNode(t)
+func jobsRun(t *testing.T, n *node) {
 	start := time.Now()
 	n.apply(t, jobManifest("work", "  completions: 5\n  parallelism: 2", "-exit-after=300ms")+"---"+
 		jobManifest("flaky", "  backoffLimit: 1", "-exit-after=100ms", "-exit-code=1")+"---"+

@@ -52,8 +52,7 @@ spec:
 // its own local-path volume, every pod bound only once its claim is (no FailedMount); a file
 // web-1 writes survives deleting web-1, which comes back with the same name, claim, volume
 // and node.
-func TestStatefulSetKeepsEachPodsVolume(t *testing.T) {
-	n := startNode(t)
+func statefulSetKeepsEachPodsVolume(t *testing.T, n *node) {
 	start := time.Now()
 	n.apply(t, webSet)
 	// OrderedReady: web-k exists only once web-0..k-1 are Ready.
