@@ -93,8 +93,9 @@ func (w *volumeWaits) claimChanged(claim string, bound func(*corev1.Pod) bool) {
 	}
 }
 
-// due returns the pods ready to bind and those whose wait timed out, removing both.
-func (w *volumeWaits) due(now time.Time) (ready, expired []*volumeWait) {
+// due returns the pods ready to bind and those whose wait timed out, removing both; the
+// others are still waiting.
+func (w *volumeWaits) due(now time.Time) (ready, expired, waiting []*volumeWait) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ready, w.ready = w.ready, nil
@@ -102,9 +103,11 @@ func (w *volumeWaits) due(now time.Time) (ready, expired []*volumeWait) {
 		if now.After(v.deadline) {
 			w.unindex(v)
 			expired = append(expired, v)
+		} else {
+			waiting = append(waiting, v)
 		}
 	}
-	return ready, expired
+	return ready, expired, waiting
 }
 
 // awaitClaims parks the pod until its claims are bound; false when they already are (the pod
@@ -137,7 +140,10 @@ func (a *schedulerActor) bindWaiting(ctx context.Context) {
 		case <-a.waits.wake:
 		case <-t.C:
 		}
-		ready, expired := a.waits.due(time.Now())
+		ready, expired, waiting := a.waits.due(time.Now())
+		for _, v := range waiting {
+			a.cache.Renew(v.pod) // still headed for its node: keep its place there
+		}
 		for _, v := range ready {
 			a.submit(ctx, func() { a.bindNow(ctx, v.key, v.pod, v.node, v.start) })
 		}

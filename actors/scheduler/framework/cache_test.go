@@ -124,6 +124,28 @@ func TestAssumptionsExpire(t *testing.T) {
 	}
 }
 
+func TestRenewKeepsAnAssumption(t *testing.T) {
+	c := NewCache()
+	now := time.Unix(1000, 0)
+	c.now = func() time.Time { return now }
+	c.SetAssumeTTL(10 * time.Second)
+	c.UpsertNode(node("a", "1", "1Gi"))
+	p := pod("p", "500m", "")
+	if err := c.Assume(p, "a"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(9 * time.Second)
+	c.Renew(p)
+	now = now.Add(9 * time.Second) // 18 s after Assume, 9 s after Renew
+	if got := cpuOn(t, c.Snapshot(), "a"); got != 500 {
+		t.Fatalf("a renewed assumption expired: %dm", got)
+	}
+	now = now.Add(2 * time.Second)
+	if got := cpuOn(t, c.Snapshot(), "a"); got != 0 {
+		t.Fatalf("not expired a TTL after the renewal: %dm", got)
+	}
+}
+
 func TestPodLifecycle(t *testing.T) {
 	c := NewCache()
 	c.AddPod(pod("early", "100m", "", on("a"))) // before its node
