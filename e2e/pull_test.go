@@ -23,14 +23,7 @@ import (
 // this test on localhost, spoken to over plain HTTP as containerd does for localhost).
 func TestImageIsPulledFromARegistry(t *testing.T) {
 	n := startNode(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	ref := "localhost:" + strings.Split(ln.Addr().String(), ":")[1] + "/pulled/httpecho:v2"
+	ref := "localhost:" + serveRegistry(t) + "/pulled/httpecho:v2"
 	pushExample(t, ref)
 
 	n.apply(t, `
@@ -48,11 +41,30 @@ spec:
 	}
 }
 
+// serveRegistry serves an OCI registry on 127.0.0.1 for the test; it returns its port.
+func serveRegistry(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0)))}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return strings.Split(ln.Addr().String(), ":")[1]
+}
+
 // pushExample pushes the example image (built as an OCI tarball) to ref.
 func pushExample(t *testing.T, ref string) {
 	t.Helper()
+	pushImage(t, examples.BuildHTTPEcho, ref)
+}
+
+// pushImage pushes the image build writes (an OCI tarball) to ref.
+func pushImage(t *testing.T, build func(dir string) (string, error), ref string) {
+	t.Helper()
 	dir := t.TempDir()
-	tarPath, err := examples.BuildHTTPEcho(filepath.Join(dir, "build"))
+	tarPath, err := build(filepath.Join(dir, "build"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,7 @@ type Config struct {
 	PodCIDR          string        // default 10.88.0.0/16
 	Bridge           string        // node bridge for pod veths; default skiff0
 	ImagesDir        string        // every *.tar here is imported at start (airgap images, as k3s does)
+	RegistryConfig   string        // registry hosts directory in containerd's layout (mirrors); "" = none
 	CgroupRoot       string        // cgroup2 mount whose processes reach Services; "" mounts one under DataDir
 	NodeIP           string        // InternalIP; "" = the first non-loopback IPv4
 	Namespace        string        // containerd namespace the node's pods live in (and their cgroup parent); default "skiff"
@@ -113,7 +114,8 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.ClusterDomain == "" {
 		cfg.ClusterDomain = clusterdns.DefaultDomain
 	}
-	rt, err := kruntime.New(ctx, kruntime.Options{Socket: cfg.ContainerdSocket, Root: filepath.Join(cfg.DataDir, "node"), PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge, Namespace: cfg.Namespace})
+	rt, err := kruntime.New(ctx, kruntime.Options{Socket: cfg.ContainerdSocket, Root: filepath.Join(cfg.DataDir, "node"), PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge, Namespace: cfg.Namespace,
+		RegistryConfigDir: cfg.RegistryConfig})
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}

@@ -1,10 +1,6 @@
 package apiserver_test
 
 import (
-	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,28 +12,6 @@ import (
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
-// helmEnv runs Helm v4, built from its module (a go.mod tool), against the control plane with
-// a kubeconfig, caches and config of its own.
-func helmEnv(t *testing.T, server string) func(args ...string) (string, error) {
-	bin := testutil.BuildBinary(t, "helm.sh/helm/v4/cmd/helm")
-	home := t.TempDir()
-	kubeconfig := filepath.Join(home, "kubeconfig")
-	cfg := "apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster: {server: " + server + "}\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context: {cluster: s, user: u, namespace: default}\ncurrent-context: c\n"
-	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Dir = home
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+home, "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-			"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-}
-
 // TestHelmChartLifecycle installs the chart `helm create` makes, unmodified, then upgrades,
 // rolls back and uninstalls it, with Helm's OpenAPI validation on (its default). The pods need
 // not run: the control plane has no node, and helm install does not --wait.
@@ -48,16 +22,9 @@ func TestHelmChartLifecycle(t *testing.T) {
 		needs.Skip(t, "the ServiceAccount kind is not served yet")
 	}
 	cp := testutil.StartControlPlane(t)
-	helm := helmEnv(t, cp.URL())
+	helm := testutil.Helm(t, cp.URL(), 120*time.Second)
 	kubectl := kubectlEnv(t, cp.URL())
-	must := func(want string, args ...string) string {
-		t.Helper()
-		out, err := helm(args...)
-		if err != nil || !strings.Contains(out, want) {
-			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	must := testutil.HelmMust(t, helm)
 	getDeploy := func(want string) {
 		t.Helper()
 		out, err := kubectl("get", "deploy", "web-demo", "-o", "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image}")

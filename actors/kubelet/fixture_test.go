@@ -75,8 +75,12 @@ type harness struct {
 
 // start runs a control plane (scheduler and controllers included) and a kubelet on the node.
 func start(t *testing.T, mutate ...func(*kubelet.Config)) *harness {
+	return startOn(t, testutil.StartControlPlane(t, func(c *controlplane.Config) { c.Bookmarks = 200 * time.Millisecond }), mutate...)
+}
+
+// startOn runs a kubelet on the node for the control plane cp.
+func startOn(t *testing.T, cp *controlplane.ControlPlane, mutate ...func(*kubelet.Config)) *harness {
 	n := env(t)
-	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) { c.Bookmarks = 200 * time.Millisecond })
 	h := &harness{t: t, n: n, cp: cp, cfg: kubelet.Config{Informers: cp.Informers,
 		Log: cp.Log, Client: cp.Client, NodeName: nodeName, Runtime: n.Runtime,
 		PodCIDR: n.Options.PodCIDR, RenewInterval: 500 * time.Millisecond, ResyncInterval: 2 * time.Second,

@@ -284,6 +284,7 @@ func (k *kubelet) podRuntime(ctx context.Context, uid types.UID) (*kruntime.Sand
 
 func sandboxConfig(pod *corev1.Pod, dns resolvconf.Config) kruntime.SandboxConfig {
 	sc := kruntime.SandboxConfig{PodUID: string(pod.UID), PodName: pod.Name, PodNamespace: pod.Namespace, Hostname: pod.Spec.Hostname,
+		Resources:  kruntime.PodResourcesFor(pod),
 		DNSServers: dns.Nameservers, DNSSearches: dns.Searches, DNSOptions: dns.Options}
 	// hostPorts are the node proxy's (eBPF), not portmap's: see actors/proxy/hostports.go.
 	return sc

@@ -78,6 +78,7 @@ type schedulerActor struct {
 	queue  *queue.Queue
 	jobs   chan func() // binds and status writes, run by the binders
 	events chan func() // Event writes: best-effort, never in a bind's way
+	waits  *volumeWaits
 }
 
 // cachesSynced: the informers have their first snapshot, and every object in it has been
@@ -109,6 +110,7 @@ func (a *schedulerActor) start(ctx actorkit.Context) {
 	a.queue = queue.New(queue.Options{})
 	a.jobs = make(chan func())
 	a.events = make(chan func(), eventBacklog)
+	a.waits = newVolumeWaits()
 	sys, self := actorkit.SystemOf(ctx), ctx.Self()
 	a.subs = []*informer.Subscription{
 		informer.Subscribe(sys, self, st.nodes.Informer()),
@@ -131,6 +133,7 @@ func (a *schedulerActor) run(ctx actorkit.Context) {
 	for range a.st.cfg.Binders {
 		actorkit.Go(ctx, "binder", func(run context.Context) { a.drain(run, a.jobs) })
 	}
+	actorkit.Go(ctx, "volume waits", a.bindWaiting)
 	for range eventWriters {
 		actorkit.Go(ctx, "event writer", func(run context.Context) { a.drain(run, a.events) })
 	}
@@ -165,9 +168,13 @@ func (a *schedulerActor) handle(ev *informer.Event) {
 	case *corev1.PersistentVolumeClaim:
 		countEvent("persistentvolumeclaims", ev.Type)
 		a.onVolumeObject(ev.Type)
+		a.waits.claimChanged(obj.Namespace+"/"+obj.Name, a.st.vols.claimsBound)
 	case *corev1.PersistentVolume:
 		countEvent("persistentvolumes", ev.Type)
 		a.onVolumeObject(ev.Type)
+		if r := obj.Spec.ClaimRef; r != nil {
+			a.waits.claimChanged(r.Namespace+"/"+r.Name, a.st.vols.claimsBound)
+		}
 	}
 }
 
@@ -200,6 +207,7 @@ func (a *schedulerActor) onPod(t informer.EventType, old, p *corev1.Pod) {
 		if old.Spec.NodeName != "" {
 			a.cache.RemovePod(old)
 		} else {
+			a.dropWait(k)
 			a.queue.Remove(k)
 		}
 	case p.Spec.NodeName != "" && (old == nil || old.Spec.NodeName == ""):

@@ -52,8 +52,8 @@ func pod(name, cpu string) *corev1.Pod {
 
 // startWithScheduler runs a control plane with only the apiserver, and a scheduler on its
 // shared informers that counts every successful bind.
-func startWithScheduler(t *testing.T) (*controlplane.ControlPlane, *bindCounter) {
-	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) { c.Components = []string{"apiserver"} })
+func startWithScheduler(t *testing.T, components ...string) (*controlplane.ControlPlane, *bindCounter) {
+	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) { c.Components = append([]string{"apiserver"}, components...) })
 	binds := &bindCounter{seen: map[string]int{}}
 	if _, err := cp.Actors.Spawn(testScheduler, scheduler.NewActor(scheduler.Config{Informers: cp.Informers, Client: cp.Client, OnBind: binds.add})); err != nil {
 		t.Fatal(err)

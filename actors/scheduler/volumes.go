@@ -93,6 +93,30 @@ func (v *volumeState) unbound(pvc *corev1.PersistentVolumeClaim, sc *storagev1.S
 	return u
 }
 
+// unboundClaims are the keys of the pod's claims that are not bound yet.
+func (v *volumeState) unboundClaims(pod *corev1.Pod) []string {
+	var out []string
+	for _, vol := range pod.Spec.Volumes {
+		if c := vol.PersistentVolumeClaim; c != nil && !v.claimBound(pod.Namespace, c.ClaimName) {
+			out = append(out, pod.Namespace+"/"+c.ClaimName)
+		}
+	}
+	return out
+}
+
+func (v *volumeState) claimsBound(pod *corev1.Pod) bool { return len(v.unboundClaims(pod)) == 0 }
+
+// claimBound: the binder has finished with the claim, as the kubelet checks before mounting it
+// (the claim Bound to a volume whose claimRef is that claim).
+func (v *volumeState) claimBound(ns, name string) bool {
+	pvc, ok := v.claims.Get(ns, name)
+	if !ok || pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
+		return false
+	}
+	pv, ok := v.volumes.Get("", pvc.Spec.VolumeName)
+	return ok && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID == pvc.UID
+}
+
 // noProvisioner is the provisioner of classes whose volumes are made by hand (kube's name).
 const noProvisioner = "kubernetes.io/no-provisioner"
 
@@ -110,7 +134,7 @@ func (v *volumeState) delayedClass(pvc *corev1.PersistentVolumeClaim) *storagev1
 
 // selectNode records node on each of the pod's unbound WaitForFirstConsumer claims
 // (volume.kubernetes.io/selected-node, as kube-scheduler's PreBind does), so their volumes
-// are made for it. The pod is bound right after; its kubelet waits for the claims to be bound.
+// are made for it. The pod is bound once the binder has bound them (awaitClaims).
 func (a *schedulerActor) selectNode(ctx context.Context, pod *corev1.Pod, node string) error {
 	v := a.st.vols
 	for _, vol := range pod.Spec.Volumes {

@@ -2,8 +2,10 @@ package scheduler_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -12,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiff-sh/skiff/actors/controllers"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/schemas/defaults"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 func withClaim(p *corev1.Pod, claim string) *corev1.Pod {
@@ -46,7 +50,7 @@ func waitUnschedulableWith(t *testing.T, cp *controlplane.ControlPlane, name, wa
 // TestVolumeBindingFollowsTheClaim: a pod waits for its claim to exist and be bound, then
 // goes where the bound volume's node affinity says, moved by the claim's events.
 func TestVolumeBindingFollowsTheClaim(t *testing.T) {
-	cp, _ := startWithScheduler(t)
+	cp, _ := startWithScheduler(t, controllers.PersistentVolume)
 	addNode(t, cp, node("n1", "4"))
 	addNode(t, cp, node("n2", "4"))
 	mustCreate(t, cp, withClaim(pod("web", "1"), "data"))
@@ -80,7 +84,7 @@ func TestVolumeBindingFollowsTheClaim(t *testing.T) {
 // bound yet: the pod goes to a node that offers local-path volumes, and the claim records
 // that node for the provisioner.
 func TestWaitForFirstConsumerSelectsANode(t *testing.T) {
-	cp, _ := startWithScheduler(t)
+	cp, _ := startWithScheduler(t, controllers.PersistentVolume)
 	addNode(t, cp, node("plain", "4"))
 	withDir := node("storage", "4")
 	withDir.Annotations = map[string]string{defaults.LocalPathDirAnnotation: "/var/lib/skiff/local-path"}
@@ -104,7 +108,7 @@ func TestWaitForFirstConsumerSelectsANode(t *testing.T) {
 // where an available volume that fits its claim is; with none anywhere it waits, and one
 // created later lets it in.
 func TestWaitForFirstConsumerFindsTheVolume(t *testing.T) {
-	cp, _ := startWithScheduler(t)
+	cp, _ := startWithScheduler(t, controllers.PersistentVolume)
 	addNode(t, cp, node("n1", "4"))
 	addNode(t, cp, node("n2", "4"))
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
@@ -119,21 +123,6 @@ func TestWaitForFirstConsumerFindsTheVolume(t *testing.T) {
 	small, big := local("small-on-n1", "100Mi", "n1"), local("big-on-n2", "5Gi", "n2")
 	mustCreate(t, cp, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: &wffc},
 		small, big)
-	// The binder would set the phase; here the test does.
-	available := func(pv *corev1.PersistentVolume) {
-		k, _ := schemas.ByResource("", "v1", "persistentvolumes")
-		o, err := cp.Client.Get(context.Background(), k, "", pv.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := o.(*corev1.PersistentVolume)
-		got.Status.Phase = corev1.VolumeAvailable
-		if _, err := cp.Client.UpdateStatus(context.Background(), got); err != nil {
-			t.Fatal(err)
-		}
-	}
-	available(small)
-	available(big)
 	mustCreate(t, cp, claim("data", ptr.To("local")), withClaim(pod("db", "1"), "data"))
 	waitBoundTo(t, cp, "db", "n2")
 
@@ -143,6 +132,55 @@ func TestWaitForFirstConsumerFindsTheVolume(t *testing.T) {
 	waitUnschedulableWith(t, cp, "big-db", "2 node(s) did not find available persistent volumes to bind")
 	later := local("huge-on-n1", "20Gi", "n1")
 	mustCreate(t, cp, later)
-	available(later)
 	waitBoundTo(t, cp, "big-db", "n1")
+}
+
+// TestPodWaitsForItsClaimsToBeBound: as kube-scheduler's PreBind, a pod whose claim was given
+// its node is bound only once the claim is bound (here by hand, no binder running), so its
+// kubelet never tries to mount an unbound claim.
+func TestPodWaitsForItsClaimsToBeBound(t *testing.T) {
+	cp, _ := startWithScheduler(t)
+	withDir := node("storage", "4")
+	withDir.Annotations = map[string]string{defaults.LocalPathDirAnnotation: "/var/lib/skiff/local-path"}
+	addNode(t, cp, withDir)
+	mustCreate(t, cp, claim("data", nil), withClaim(pod("db", "1"), "data"))
+	ctx := context.Background()
+	claims, _ := schemas.ByResource("", "v1", "persistentvolumeclaims")
+	var pvc *corev1.PersistentVolumeClaim
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		o, err := cp.Client.Get(ctx, claims, "default", "data")
+		if err != nil {
+			return err
+		}
+		pvc = o.(*corev1.PersistentVolumeClaim)
+		if pvc.Annotations[defaults.SelectedNodeAnnotation] != "storage" {
+			return fmt.Errorf("claim annotations %v", pvc.Annotations)
+		}
+		return nil
+	})
+	time.Sleep(500 * time.Millisecond) // the binding cycle had its chance
+	if o, err := cp.Client.Get(ctx, podsKind(), "default", "db"); err != nil || o.(*corev1.Pod).Spec.NodeName != "" {
+		t.Fatalf("pod bound before its claim: %v %v", o, err)
+	}
+
+	mustCreate(t, cp, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-data"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		StorageClassName: *pvc.Spec.StorageClassName, PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/srv/data"}},
+		ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: "default", Name: "data", UID: pvc.UID},
+	}})
+	pvc.Spec.VolumeName = "pv-data"
+	o, err := cp.Client.Update(ctx, pvc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvc = o.(*corev1.PersistentVolumeClaim)
+	time.Sleep(300 * time.Millisecond) // a volume name alone is not bound: the phase says so
+	if o, err := cp.Client.Get(ctx, podsKind(), "default", "db"); err != nil || o.(*corev1.Pod).Spec.NodeName != "" {
+		t.Fatalf("pod bound before its claim's phase: %v %v", o, err)
+	}
+	pvc.Status.Phase = corev1.ClaimBound
+	if _, err := cp.Client.UpdateStatus(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	waitBoundTo(t, cp, "db", "storage")
 }

@@ -105,13 +105,20 @@ func (a *schedulerActor) scheduleOne(ctx context.Context, k string) {
 	}
 }
 
+// bind runs the binding cycle: the pod's WaitForFirstConsumer claims get the node, and the pod
+// is bound once they are bound (volumeWaits), at once when it has none.
 func (a *schedulerActor) bind(ctx context.Context, k string, pod *corev1.Pod, node string, start time.Time) {
-	err := a.selectNode(ctx, pod, node)
-	if err != nil {
+	if err := a.selectNode(ctx, pod, node); err != nil {
 		a.bindFailed(ctx, k, pod, err)
 		return
 	}
-	err = a.st.cfg.Client.Bind(ctx, pod.Namespace, pod.Name, node)
+	if !a.awaitClaims(k, pod, node, start) {
+		a.bindNow(ctx, k, pod, node, start)
+	}
+}
+
+func (a *schedulerActor) bindNow(ctx context.Context, k string, pod *corev1.Pod, node string, start time.Time) {
+	err := a.st.cfg.Client.Bind(ctx, pod.Namespace, pod.Name, node)
 	switch {
 	case err == nil:
 		observeAttempt(resultScheduled, start)

@@ -34,6 +34,7 @@ type nodeFlags struct {
 	containerd   string
 	podCIDR      string
 	images       string
+	registries   string
 	cgroup       string
 	nodeIP       string
 	namespace    string
@@ -59,6 +60,7 @@ func (n *nodeFlags) register(cmd *cobra.Command, optional bool) {
 	f.StringVar(&n.containerd, "containerd-socket", "", "containerd to use; empty starts one under the data dir")
 	f.StringVar(&n.podCIDR, "pod-cidr", "10.88.0.0/16", "this node's pod IP range")
 	f.StringVar(&n.images, "images-dir", "", "import every image tarball in this directory at start (default DATA_DIR/images)")
+	f.StringVar(&n.registries, "registry-config-dir", "", "registry hosts directory in containerd's layout (DIR/<registry>/hosts.toml: mirrors, plain HTTP, CAs) for image pulls")
 	f.StringVar(&n.cgroup, "cgroup-root", "", "cgroup2 directory whose processes reach Services (default: a cgroup2 mount under the data dir)")
 	f.StringVar(&n.nodeIP, "node-ip", "", "this node's InternalIP (default: the first non-loopback IPv4)")
 	f.StringVar(&n.namespace, "containerd-namespace", "skiff", "containerd namespace (and cgroup parent) of this node's pods")
@@ -83,7 +85,7 @@ func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, informers *inf
 	// The agent calls the API as its node (system:node:<name>); on secured NATS only it can.
 	client := &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: identity.NodeID(n.name).APISubject()}}
 	return agent.Start(ctx, agent.Config{Log: log, Informers: informers, Client: client, NATS: nc, Actors: actors, NodeName: n.name, DataDir: dataDir,
-		ContainerdSocket: n.containerd, PodCIDR: n.podCIDR, ImagesDir: images, CgroupRoot: n.cgroup, Logger: logger,
+		ContainerdSocket: n.containerd, PodCIDR: n.podCIDR, ImagesDir: images, RegistryConfig: n.registries, CgroupRoot: n.cgroup, Logger: logger,
 		NodeIP: n.nodeIP, Namespace: n.namespace, RenewInterval: n.leaseRenew, RoutePodCIDRs: n.routes, PodsViaAPI: n.podsViaAPI,
 		DNSListen: n.dnsListen, ClusterDNS: n.clusterDNS, ClusterDomain: n.domain})
 }

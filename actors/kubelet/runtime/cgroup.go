@@ -8,6 +8,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 const cgroupRoot = "/sys/fs/cgroup"
@@ -15,7 +19,34 @@ const cgroupRoot = "/sys/fs/cgroup"
 // cgroupPath nests each container under a per-pod parent in the runtime's
 // namespace, so a pod's cgroups can be found and removed together.
 func (r *Runtime) cgroupPath(podUID, id string) string {
-	return "/" + r.o.Namespace + "/pod" + shortHash(podUID) + "/" + id
+	return r.PodCgroup(podUID) + "/" + id
+}
+
+// PodCgroup is the pod's parent cgroup, relative to each hierarchy's mount (v1) or to the
+// unified mount (v2).
+func (r *Runtime) PodCgroup(podUID string) string {
+	return "/" + r.o.Namespace + "/pod" + shortHash(podUID)
+}
+
+// ensurePodCgroup creates (or updates) the pod's parent cgroup with the pod's limits before
+// any container goes in, as kubelet's pod container manager does: runc then nests each
+// container below it, so the sum is enforced over all of them.
+func (r *Runtime) ensurePodCgroup(podUID string, l Limits) error {
+	shares := max(l.CPUShares, minShares)
+	res := &specs.LinuxResources{CPU: &specs.LinuxCPU{Shares: &shares}}
+	if l.CPUQuota > 0 {
+		res.CPU.Quota, res.CPU.Period = &l.CPUQuota, &l.CPUPeriod
+	}
+	if l.MemoryBytes > 0 {
+		res.Memory = &specs.LinuxMemory{Limit: &l.MemoryBytes}
+	}
+	path := r.PodCgroup(podUID)
+	if r.cgroupV2 {
+		_, err := cgroup2.NewManager(cgroupRoot, path, cgroup2.ToResources(res))
+		return err
+	}
+	_, err := cgroup1.New(cgroup1.StaticPath(path), res)
+	return err
 }
 
 // oomKilled reads the kernel's OOM-kill counter of a container's memory

@@ -6,6 +6,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/core/remotes/docker/config"
 	"github.com/distribution/reference"
 	"go.opentelemetry.io/otel/attribute"
 )
@@ -39,9 +40,13 @@ func (r *Runtime) Pull(ctx context.Context, image string) (err error) {
 	if err != nil {
 		return err
 	}
-	resolver := docker.NewResolver(docker.ResolverOptions{
-		Hosts: docker.ConfigureDefaultRegistries(docker.WithPlainHTTP(docker.MatchLocalhost)),
-	})
+	// As containerd's own resolver: localhost over plain HTTP, other hosts over HTTPS, both as
+	// the registry's hosts.toml says when there is one.
+	hosts := config.HostOptions{}
+	if r.o.RegistryConfigDir != "" {
+		hosts.HostDir = config.HostDirFromRoot(r.o.RegistryConfigDir)
+	}
+	resolver := docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, hosts)})
 	if _, err := r.client.Pull(r.ctx(ctx), ref, containerd.WithPullUnpack, containerd.WithPullSnapshotter(snapshotter),
 		containerd.WithResolver(resolver)); err != nil {
 		return fmt.Errorf("pull %s: %w", ref, err)

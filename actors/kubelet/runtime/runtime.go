@@ -31,6 +31,10 @@ type Options struct {
 	CNIConfDir string // a dir with the operator's *.conflist; empty: one is generated from PodCIDR/Bridge
 	PodCIDR    string // default 10.88.0.0/16
 	Bridge     string // default skiff0
+	// RegistryConfigDir is a registry hosts directory in containerd's layout
+	// (<dir>/<registry>/hosts.toml: mirrors, plain HTTP, CAs), so a node without the internet
+	// pulls from a mirror; empty: each registry as named (localhost over plain HTTP).
+	RegistryConfigDir string
 }
 
 const (

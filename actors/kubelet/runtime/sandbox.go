@@ -32,6 +32,7 @@ type SandboxConfig struct {
 	DNSServers   []string // empty: the node's /etc/resolv.conf
 	DNSSearches  []string
 	DNSOptions   []string
+	Resources    Limits // the pod cgroup's (PodResourcesFor); zero: minimum shares, unbounded
 }
 
 // PortMapping is a hostPort published by the portmap CNI plugin.
@@ -139,6 +140,9 @@ func (r *Runtime) startSandbox(ctx context.Context, c containerd.Container, sb *
 	}
 	if err := writePodFiles(sb, s); err != nil {
 		return err
+	}
+	if err := r.ensurePodCgroup(s.PodUID, s.Resources); err != nil {
+		return fmt.Errorf("pod cgroup: %w", err)
 	}
 	if _, err := c.SetLabels(ctx, map[string]string{labelIP: sb.IP}); err != nil {
 		return err

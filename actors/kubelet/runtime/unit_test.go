@@ -18,20 +18,20 @@ func TestLimitsFor(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		res  corev1.ResourceRequirements
-		want limits
+		want Limits
 	}{
-		{"best effort", corev1.ResourceRequirements{}, limits{CPUShares: 2}},
+		{"best effort", corev1.ResourceRequirements{}, Limits{CPUShares: 2}},
 		{"request only", corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: q("500m")}},
-			limits{CPUShares: 512}},
+			Limits{CPUShares: 512}},
 		{"limit defaults request", corev1.ResourceRequirements{Limits: corev1.ResourceList{
 			corev1.ResourceCPU: q("250m"), corev1.ResourceMemory: q("64Mi")}},
-			limits{MemoryBytes: 64 << 20, CPUQuota: 25000, CPUPeriod: 100000, CPUShares: 256}},
+			Limits{MemoryBytes: 64 << 20, CPUQuota: 25000, CPUPeriod: 100000, CPUShares: 256}},
 		{"tiny limit floors quota", corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: q("1m")}},
-			limits{CPUQuota: 1000, CPUPeriod: 100000, CPUShares: 2}},
+			Limits{CPUQuota: 1000, CPUPeriod: 100000, CPUShares: 2}},
 		{"two cpus", corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: q("1")},
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("2")}},
-			limits{CPUQuota: 200000, CPUPeriod: 100000, CPUShares: 1024}},
+			Limits{CPUQuota: 200000, CPUPeriod: 100000, CPUShares: 1024}},
 	} {
 		if got := limitsFor(tc.res); got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
@@ -134,5 +134,47 @@ func TestNodeResources(t *testing.T) {
 	cpu, mem, pods := nodeResources()
 	if cpu.Value() < 1 || mem.Value() < 64<<20 || pods.Value() != maxPods {
 		t.Errorf("cpu=%s memory=%s pods=%s", cpu.String(), mem.String(), pods.String())
+	}
+}
+
+func TestPodResourcesFor(t *testing.T) {
+	ctr := func(cpu, memory string) corev1.Container {
+		l := corev1.ResourceList{}
+		if cpu != "" {
+			l[corev1.ResourceCPU] = resource.MustParse(cpu)
+		}
+		if memory != "" {
+			l[corev1.ResourceMemory] = resource.MustParse(memory)
+		}
+		return corev1.Container{Resources: corev1.ResourceRequirements{Requests: l, Limits: l}}
+	}
+	sidecar := func(c corev1.Container) corev1.Container {
+		always := corev1.ContainerRestartPolicyAlways
+		c.RestartPolicy = &always
+		return c
+	}
+	for _, tc := range []struct {
+		name       string
+		init, apps []corev1.Container
+		want       Limits
+	}{
+		{"best effort", nil, []corev1.Container{{}}, Limits{CPUShares: 2}},
+		{"apps summed", nil, []corev1.Container{ctr("250m", "64Mi"), ctr("500m", "32Mi")},
+			Limits{CPUShares: 768, CPUQuota: 75000, CPUPeriod: 100000, MemoryBytes: 96 << 20}},
+		{"a larger init container wins", []corev1.Container{ctr("2", "256Mi")}, []corev1.Container{ctr("250m", "64Mi")},
+			Limits{CPUShares: 2048, CPUQuota: 200000, CPUPeriod: 100000, MemoryBytes: 256 << 20}},
+		// The init container after the sidecar runs beside it: 1 + 0.1 CPU beats 0.85.
+		{"sidecar counted with the apps and later inits",
+			[]corev1.Container{sidecar(ctr("100m", "16Mi")), ctr("1", "32Mi")}, []corev1.Container{ctr("250m", "64Mi"), ctr("500m", "32Mi")},
+			Limits{CPUShares: 1126, CPUQuota: 110000, CPUPeriod: 100000, MemoryBytes: 112 << 20}},
+		{"one container without a memory limit leaves memory unbounded", nil, []corev1.Container{ctr("250m", "64Mi"), ctr("500m", "")},
+			Limits{CPUShares: 768, CPUQuota: 75000, CPUPeriod: 100000}},
+		{"an init container without a CPU limit leaves CPU unbounded", []corev1.Container{ctr("", "16Mi")}, []corev1.Container{ctr("250m", "64Mi")},
+			Limits{CPUShares: 256, MemoryBytes: 64 << 20}},
+	} {
+		pod := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: tc.init, Containers: tc.apps}}
+		if got := PodResourcesFor(pod); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -189,6 +189,16 @@ func (c *Cache) Assume(p *v1.Pod, node string) error {
 	return nil
 }
 
+// Renew restarts an assumption's TTL: a pod whose binding cycle waits (for its volumes, say)
+// keeps counting on its node, as kube-scheduler's assumptions do until binding finishes.
+func (c *Cache) Renew(p *v1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.assumed[podKey(p)]; ok {
+		st.deadline = c.now().Add(c.ttl)
+	}
+}
+
 // Forget drops an assumption whose bind failed. A pod already confirmed stays.
 func (c *Cache) Forget(p *v1.Pod) {
 	c.mu.Lock()

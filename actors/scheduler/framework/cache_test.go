@@ -96,21 +96,28 @@ func TestAssumeRejects(t *testing.T) {
 	}
 }
 
-func TestAssumptionsExpire(t *testing.T) {
-	c := NewCache()
-	now := time.Unix(1000, 0)
-	c.now = func() time.Time { return now }
+// assumed is a cache with a 10 s TTL on the clock *now, with pod p (500m) assumed on node a.
+func assumed(t *testing.T) (c *Cache, now *time.Time, p *v1.Pod) {
+	c = NewCache()
+	now = new(time.Time)
+	*now = time.Unix(1000, 0)
+	c.now = func() time.Time { return *now }
 	c.SetAssumeTTL(10 * time.Second)
 	c.UpsertNode(node("a", "1", "1Gi"))
-	p := pod("p", "500m", "")
+	p = pod("p", "500m", "")
 	if err := c.Assume(p, "a"); err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(9 * time.Second)
+	return c, now, p
+}
+
+func TestAssumptionsExpire(t *testing.T) {
+	c, now, p := assumed(t)
+	*now = now.Add(9 * time.Second)
 	if got := cpuOn(t, c.Snapshot(), "a"); got != 500 {
 		t.Fatalf("expired too early: %dm", got)
 	}
-	now = now.Add(2 * time.Second)
+	*now = now.Add(2 * time.Second)
 	if got := cpuOn(t, c.Snapshot(), "a"); got != 0 {
 		t.Fatalf("not expired after the TTL: %dm", got)
 	}
@@ -118,9 +125,23 @@ func TestAssumptionsExpire(t *testing.T) {
 	if got := cpuOn(t, c.Snapshot(), "a"); got != 500 {
 		t.Fatalf("late confirmation: %dm", got)
 	}
-	now = now.Add(time.Hour)
+	*now = now.Add(time.Hour)
 	if got := cpuOn(t, c.Snapshot(), "a"); got != 500 {
 		t.Fatalf("a bound pod expired: %dm", got)
+	}
+}
+
+func TestRenewKeepsAnAssumption(t *testing.T) {
+	c, now, p := assumed(t)
+	*now = now.Add(9 * time.Second)
+	c.Renew(p)
+	*now = now.Add(9 * time.Second) // 18 s after Assume, 9 s after Renew
+	if got := cpuOn(t, c.Snapshot(), "a"); got != 500 {
+		t.Fatalf("a renewed assumption expired: %dm", got)
+	}
+	*now = now.Add(2 * time.Second)
+	if got := cpuOn(t, c.Snapshot(), "a"); got != 0 {
+		t.Fatalf("not expired a TTL after the renewal: %dm", got)
 	}
 }
 

@@ -14,20 +14,19 @@ import (
 // HTTPEcho is the reference of the example HTTP/UDP echo image.
 const HTTPEcho = "skiff.local/httpecho:v1"
 
+// Busybox is the reference of the busybox stand-in (deploy/images/busybox): the name charts'
+// test pods give as `busybox`.
+const Busybox = "docker.io/library/busybox:latest"
+
 // BuildHTTPEcho compiles httpecho statically and writes dir/httpecho.tar; it returns its path.
 func BuildHTTPEcho(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	bin, err := buildStatic(dir, "httpecho")
+	if err != nil {
 		return "", err
-	}
-	bin := filepath.Join(dir, "httpecho")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/skiff-sh/skiff/deploy/images/httpecho")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build httpecho: %v\n%s", err, out)
 	}
 	defer os.Remove(bin)
 	tar := filepath.Join(dir, "httpecho.tar")
-	_, err := ocibuild.WriteFile(tar, ocibuild.Image{
+	_, err = ocibuild.WriteFile(tar, ocibuild.Image{
 		Name:       HTTPEcho,
 		Files:      []ocibuild.File{{Src: bin, Dst: "/httpecho", Mode: 0o755}},
 		Dirs:       []string{"/tmp"},
@@ -35,4 +34,37 @@ func BuildHTTPEcho(dir string) (string, error) {
 		Env:        []string{"PORT=8080"},
 	})
 	return tar, err
+}
+
+// BuildBusybox compiles the busybox stand-in and writes dir/busybox.tar, with the program
+// as /bin/busybox and as each applet's name on PATH; it returns its path.
+func BuildBusybox(dir string) (string, error) {
+	bin, err := buildStatic(dir, "busybox")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(bin)
+	tar := filepath.Join(dir, "busybox.tar")
+	_, err = ocibuild.WriteFile(tar, ocibuild.Image{
+		Name: Busybox,
+		Files: []ocibuild.File{{Src: bin, Dst: "/bin/busybox", Mode: 0o755},
+			{Src: bin, Dst: "/bin/wget", Mode: 0o755}},
+		Dirs: []string{"/tmp"},
+		Env:  []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+	})
+	return tar, err
+}
+
+// buildStatic compiles deploy/images/<name> without cgo into dir/<name>.
+func buildStatic(dir, name string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/skiff-sh/skiff/deploy/images/"+name)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s: %v\n%s", name, err, out)
+	}
+	return bin, nil
 }
