@@ -57,6 +57,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require k8s.io/cri-streaming v0.37.2 // indirect
+
 require (
 	cel.dev/expr v0.25.2 // indirect
 	charm.land/bubbles/v2 v2.1.1 // indirect
