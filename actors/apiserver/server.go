@@ -226,8 +226,15 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 			s.serveLog(w, r, k, info)
 			return
 		}
-		if info.subresource == "exec" {
+		switch info.subresource {
+		case "exec":
 			s.serveExec(w, r, k, info, nil)
+			return
+		case "attach":
+			s.serveAttach(w, r, k, info)
+			return
+		case "portforward":
+			s.servePodPortForward(w, r, k, info)
 			return
 		}
 		if info.subresource == "scale" {
@@ -256,6 +263,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 			obj, err = s.evict(ctx, k, info.namespace, info.name, body, wo)
 		case "exec":
 			s.serveExec(w, r, k, info, body)
+			return
+		case "attach":
+			s.serveAttach(w, r, k, info)
+			return
+		case "portforward":
+			s.servePodPortForward(w, r, k, info)
 			return
 		case "token":
 			obj, err = s.createToken(ctx, k, info.namespace, info.name, body)
