@@ -128,6 +128,18 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, k *schemas.Kin
 	}
 }
 
+// serveConnect serves the streams of a pod (connectSubresources), by GET or POST.
+func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo, body []byte) {
+	switch info.subresource {
+	case "exec":
+		s.serveExec(w, r, k, info, body)
+	case "attach":
+		s.serveAttach(w, r, k, info)
+	case "portforward":
+		s.servePodPortForward(w, r, k, info)
+	}
+}
+
 // serveExec runs a command in a container (pods/exec): interactively over a WebSocket or SPDY
 // upgrade, or with POST and no upgrade, the body as stdin and the output as a JSON reply.
 func (s *Server) serveExec(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo, stdin []byte) {

@@ -12,21 +12,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/skiff-sh/skiff/bus/natsserver"
+	"github.com/skiff-sh/skiff/bus/natsserver/natsservertest"
 )
 
 func natsConn(t *testing.T) *nats.Conn {
-	t.Helper()
-	s, err := natsserver.Start(natsserver.Config{DataDir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	nc, err := s.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	_, nc := natsservertest.Start(t)
 	return nc
 }
 
