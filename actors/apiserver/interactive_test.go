@@ -13,7 +13,7 @@ func TestStreamingRequestsRefuseWhatTheyCannotServe(t *testing.T) {
 	for _, c := range []struct{ method, path, field string }{
 		{"POST", pod + "/exec?command=ls&tty=true&stdout=true", "tty: "},
 		{"POST", pod + "/exec?command=ls&stdin=maybe", "stdin: "},
-		{"POST", pod + "/exec?command=ls&stdout=false", "stdin, stdout, stderr: "},
+		{"GET", pod + "/attach?stdout=false", "stdin, stdout, stderr: "},
 		{"POST", pod + "/exec?stdout=true", "command: "},
 		{"GET", pod + "/attach?stdin=true&stdout=true", "stdin: "},
 		{"GET", pod + "/attach?tty=true&stdout=true", "tty: "},

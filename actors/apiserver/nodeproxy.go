@@ -154,8 +154,13 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request, k *schemas.Ki
 		return
 	}
 	streaming := isStreamUpgrade(r)
-	if !streaming && opts.TTY {
-		writeError(w, badRequest("tty: a terminal needs a streaming connection (a WebSocket or SPDY upgrade, as kubectl exec -t makes)"))
+	if streaming {
+		err = requireStream(opts)
+	} else if opts.TTY {
+		err = badRequest("tty: a terminal needs a streaming connection (a WebSocket or SPDY upgrade, as kubectl exec -t makes)")
+	}
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	pod, container, err := s.podContainer(r.Context(), k, info)
@@ -182,6 +187,8 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, k *schemas.
 	opts, err := streamOptions(info)
 	switch {
 	case err != nil:
+	case requireStream(opts) != nil:
+		err = requireStream(opts)
 	case opts.Stdin:
 		err = badRequest("stdin: containers run without stdin on Skiff (spec.containers[].stdin is refused), so attach carries their output only")
 	case opts.TTY:
@@ -243,7 +250,7 @@ func isStreamUpgrade(r *http.Request) bool {
 }
 
 // streamOptions reads stdin, stdout, stderr and tty (kubectl sends them as "true"); a terminal
-// carries stderr in stdout, as the kubelet does.
+// carries stderr in stdout, as the kubelet does. A POST exec without an upgrade needs none.
 func streamOptions(info requestInfo) (*crirc.Options, error) {
 	var o crirc.Options
 	for name, dst := range map[string]*bool{"stdin": &o.Stdin, "stdout": &o.Stdout, "stderr": &o.Stderr, "tty": &o.TTY} {
@@ -260,10 +267,15 @@ func streamOptions(info requestInfo) (*crirc.Options, error) {
 	if o.TTY {
 		o.Stderr = false
 	}
-	if !o.Stdin && !o.Stdout && !o.Stderr {
-		return nil, badRequest("stdin, stdout, stderr: at least one must be true")
-	}
 	return &o, nil
+}
+
+// requireStream: a stream carries at least one of stdin, stdout, stderr.
+func requireStream(o *crirc.Options) error {
+	if !o.Stdin && !o.Stdout && !o.Stderr {
+		return badRequest("stdin, stdout, stderr: at least one must be true")
+	}
+	return nil
 }
 
 func (s *Server) execOnNode(ctx context.Context, pod *corev1.Pod, container string, cmd []string, stdin []byte) (nodeapi.ExecReply, error) {
