@@ -72,7 +72,7 @@ func prepareSession(ctx context.Context, rt *kruntime.Runtime, r nodeapi.OpenReq
 		if r.Stdin {
 			return nil, errors.New("stdin: containers run without stdin on Skiff, attach carries their output only")
 		}
-		return func(s *stream.Session) stream.ExitStatus { return attachOutput(rt, r.PodUID, c, s) }, nil
+		return func(s *stream.Session) stream.ExitStatus { return attachOutput(rt, c, s) }, nil
 	}
 	return nil, fmt.Errorf("session kind %q is not one of exec, attach, portforward", r.Kind)
 }
@@ -117,7 +117,7 @@ func execSession(rt *kruntime.Runtime, id string, r nodeapi.OpenRequest, s *stre
 }
 
 // attachOutput follows the container's output from now on until it stops or restarts.
-func attachOutput(rt *kruntime.Runtime, podUID string, c kruntime.ContainerStatus, s *stream.Session) stream.ExitStatus {
+func attachOutput(rt *kruntime.Runtime, c kruntime.ContainerStatus, s *stream.Session) stream.ExitStatus {
 	f, err := os.Open(c.LogPath)
 	if err != nil {
 		return failed(err)
@@ -144,8 +144,8 @@ func attachOutput(rt *kruntime.Runtime, podUID string, c kruntime.ContainerStatu
 			return stream.ExitStatus{} // the client left
 		case <-time.After(attachPoll):
 		}
-		now, err := findContainer(context.Background(), rt, podUID, c.Name)
-		if err != nil || now.Attempt != c.Attempt || now.State != kruntime.StateRunning {
+		// A restart is a new container (the attempt is in its id) with a new log.
+		if !rt.Running(context.Background(), c.ID) {
 			_, _ = io.Copy(out, f) // what it wrote before it stopped
 			_ = out.Close()
 			return stream.ExitStatus{}

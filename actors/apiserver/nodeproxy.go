@@ -159,13 +159,8 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request, k *schemas.Ki
 	} else if opts.TTY {
 		err = badRequest("tty: a terminal needs a streaming connection (a WebSocket or SPDY upgrade, as kubectl exec -t makes)")
 	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	pod, container, err := s.podContainer(r.Context(), k, info)
-	if err != nil {
-		writeError(w, err)
+	pod, container, ok := s.checkedPodContainer(w, r, k, info, err)
+	if !ok {
 		return
 	}
 	if streaming {
@@ -196,16 +191,26 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, k *schemas.
 	case !isStreamUpgrade(r):
 		err = badRequest("attach needs a streaming connection (a WebSocket or SPDY upgrade, as kubectl attach makes)")
 	}
-	if err != nil {
-		writeError(w, err)
+	pod, container, ok := s.checkedPodContainer(w, r, k, info, err)
+	if !ok {
 		return
+	}
+	s.serveRemoteCommand(w, r, remoteCommand{kind: nodeapi.SessionAttach, pod: pod, container: container, opts: opts})
+}
+
+// checkedPodContainer writes checkErr, the request's own fault, or else resolves its pod and
+// container (podContainer); ok says whether the caller goes on.
+func (s *Server) checkedPodContainer(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo, checkErr error) (*corev1.Pod, string, bool) {
+	if checkErr != nil {
+		writeError(w, checkErr)
+		return nil, "", false
 	}
 	pod, container, err := s.podContainer(r.Context(), k, info)
 	if err != nil {
 		writeError(w, err)
-		return
+		return nil, "", false
 	}
-	s.serveRemoteCommand(w, r, remoteCommand{kind: nodeapi.SessionAttach, pod: pod, container: container, opts: opts})
+	return pod, container, true
 }
 
 // servePodPortForward checks a pods/portforward request before its upgrade.
