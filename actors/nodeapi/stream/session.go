@@ -95,7 +95,7 @@ func Open(nc *nats.Conn, out, in string) (*Session, error) {
 	// The window bounds what a well-behaved peer sends; these limits stop a broken one.
 	_ = sub.SetPendingLimits(4*Window/maxChunk+64, 4*Window+64<<10)
 	s.sub = sub
-	go s.keepalive()
+	go s.keepalive(pingEvery, idleLimit)
 	return s, nil
 }
 
@@ -271,8 +271,8 @@ func (s *Session) Close() {
 
 // keepalive pings the peer and ends the session when the peer went silent. It lives as long
 // as the session.
-func (s *Session) keepalive() {
-	t := time.NewTicker(pingEvery)
+func (s *Session) keepalive(every, limit time.Duration) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -282,7 +282,7 @@ func (s *Session) keepalive() {
 		}
 		s.mu.Lock()
 		idle := time.Since(s.lastRecv)
-		if idle > idleLimit {
+		if idle > limit {
 			s.endLocked(fmt.Errorf("stream: no word from the peer for %s", idle.Round(time.Second)))
 		}
 		ended := s.ended

@@ -39,6 +39,13 @@ func pair(t *testing.T) (a, b *Session) {
 	}
 	t.Cleanup(a.Close)
 	t.Cleanup(b.Close)
+	// Both subscriptions are in the server before either end sends, as an open call makes sure.
+	if err := nc1.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc2.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	return a, b
 }
 
@@ -150,5 +157,40 @@ func TestSilentPeerEndsTheSession(t *testing.T) {
 	}
 	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "no word") {
 		t.Fatalf("err: %v", err)
+	}
+}
+
+// Two channels written at once arrive whole and apart, sharing the window.
+func TestChannelsStayApart(t *testing.T) {
+	a, b := pair(t)
+	want := map[byte][]byte{1: bytes.Repeat([]byte("o"), 3*Window), 2: bytes.Repeat([]byte("e"), 2*Window+7)}
+	var wg sync.WaitGroup
+	for ch, data := range want {
+		wg.Go(func() {
+			w := a.Writer(ch)
+			if _, err := w.Write(data); err != nil {
+				t.Errorf("write %d: %v", ch, err)
+			}
+			_ = w.Close()
+		})
+	}
+	got := map[byte][]byte{}
+	var mu sync.Mutex
+	for ch := range want {
+		wg.Go(func() {
+			data, err := io.ReadAll(b.Reader(ch))
+			if err != nil {
+				t.Errorf("read %d: %v", ch, err)
+			}
+			mu.Lock()
+			got[ch] = data
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for ch, data := range want {
+		if !bytes.Equal(got[ch], data) {
+			t.Errorf("channel %d: %d bytes, want %d", ch, len(got[ch]), len(data))
+		}
 	}
 }
