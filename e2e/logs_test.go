@@ -11,24 +11,13 @@ import (
 	"testing"
 
 	"github.com/skiff-sh/skiff/actors/nodeapi"
-	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
-// Logs and exec reach the container through the apiserver's pods/log and pods/exec, and stock
-// kubectl logs reads the same log.
-func TestLogsAndExecThroughTheAPI(t *testing.T) {
-	n := startNode(t)
-	n.apply(t, `
-apiVersion: v1
-kind: Pod
-metadata: {name: talker, labels: {app: talker}}
-spec:
-  containers:
-  - name: echo
-    image: skiff.local/httpecho:v1
-`)
-	n.waitReady(t, "app=talker", 1)
-	base := n.cp.URL() + "/api/v1/namespaces/default/pods/talker"
+// logsAndExecWithoutStreams: logs and exec reach the container through the apiserver's pods/log
+// and pods/exec (a POST without an upgrade), and stock kubectl logs reads the same log. It runs
+// in TestInteractiveDebugging, on its node and pod.
+func logsAndExecWithoutStreams(t *testing.T, n *node, kubectl, pod string) {
+	base := n.cp.URL() + "/api/v1/namespaces/default/pods/" + pod
 
 	resp, err := http.Get(base + "/log")
 	if err != nil {
@@ -51,8 +40,7 @@ spec:
 		t.Fatalf("pods/exec: %v %+v", err, rep)
 	}
 
-	kubectl := testutil.BuildBinary(t, "./services/kubectl")
-	cmd := exec.Command(kubectl, "--server", n.cp.URL(), "logs", "talker", "--tail=1")
+	cmd := exec.Command(kubectl, "--server", n.cp.URL(), "logs", pod, "--tail=1")
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "KUBECONFIG=/dev/null")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "listening on tcp :8080") || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
@@ -66,10 +54,10 @@ spec:
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	if out, err := run("exec", "talker", "--", "/httpecho", "-version"); err != nil || !strings.HasPrefix(out, "httpecho") {
+	if out, err := run("exec", pod, "--", "/httpecho", "-version"); err != nil || !strings.HasPrefix(out, "httpecho") {
 		t.Fatalf("kubectl exec: %v %q", err, out)
 	}
-	out2, err := run("exec", "talker", "--", "/httpecho", "-probe", "http://127.0.0.1:1/")
+	out2, err := run("exec", pod, "--", "/httpecho", "-probe", "http://127.0.0.1:1/")
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("kubectl exec of a failing command: want exit 1, got %v %q", err, out2)

@@ -29,7 +29,7 @@ type Kind struct {
 	Categories   []string // "all"; set for custom kinds (built-ins: see the apiserver's discovery)
 	Namespaced   bool
 	ListKind     string   // "DeploymentList"
-	Subresources []string // "status", "scale", "binding", "log", "exec"
+	Subresources []string // "status", "scale", "binding", "log", "exec", "attach", ...
 	New          func() runtime.Object
 	NewList      func() runtime.Object
 	// Custom is set on kinds defined by a CustomResourceDefinition (see custom.go).
@@ -70,7 +70,7 @@ var kinds = []*Kind{
 		Subresources: []string{"status"},
 		New:          func() runtime.Object { return &corev1.Namespace{} }, NewList: func() runtime.Object { return &corev1.NamespaceList{} }},
 	{GVK: core.WithKind("Pod"), Resource: "pods", Singular: "pod", ShortNames: []string{"po"}, Namespaced: true,
-		Subresources: []string{"status", "binding", "log", "exec", "eviction"},
+		Subresources: []string{"status", "binding", "log", "exec", "attach", "portforward", "eviction"},
 		New:          func() runtime.Object { return &corev1.Pod{} }, NewList: func() runtime.Object { return &corev1.PodList{} }},
 	{GVK: core.WithKind("Service"), Resource: "services", Singular: "service", ShortNames: []string{"svc"}, Namespaced: true,
 		Subresources: []string{"status"},

@@ -80,7 +80,7 @@ func TestKindsAreConsistent(t *testing.T) {
 
 func TestSubresources(t *testing.T) {
 	want := map[string][]string{
-		"pods": {"status", "binding", "log", "exec", "eviction"}, "deployments": {"status", "scale"},
+		"pods": {"status", "binding", "log", "exec", "attach", "portforward", "eviction"}, "deployments": {"status", "scale"},
 		"replicasets": {"status", "scale"}, "configmaps": nil,
 	}
 	for res, subs := range want {

@@ -17,7 +17,7 @@ import (
 // maxLogChunk bounds one log reply well under the NATS payload limit.
 const maxLogChunk = 1 << 20
 
-// serveNodeAPI answers logs and exec for this node's containers.
+// serveNodeAPI answers logs, exec and interactive sessions for this node's containers.
 func serveNodeAPI(nc *nats.Conn, node string, rt *kruntime.Runtime) ([]*nats.Subscription, error) {
 	logs, err := rpc.Serve(nc, nodeapi.LogSubject(node), "", nodeapi.Handle(func(ctx context.Context, r nodeapi.LogRequest) (nodeapi.LogReply, error) {
 		return readLog(ctx, rt, r)
@@ -38,7 +38,13 @@ func serveNodeAPI(nc *nats.Conn, node string, rt *kruntime.Runtime) ([]*nats.Sub
 		_ = logs.Unsubscribe()
 		return nil, err
 	}
-	return []*nats.Subscription{logs, exec}, nil
+	open, err := serveSessions(nc, node, rt)
+	if err != nil {
+		_ = logs.Unsubscribe()
+		_ = exec.Unsubscribe()
+		return nil, err
+	}
+	return []*nats.Subscription{logs, exec, open}, nil
 }
 
 // findContainer is the newest attempt of a pod's container.
@@ -85,15 +91,25 @@ func readLog(ctx context.Context, rt *kruntime.Runtime, r nodeapi.LogRequest) (n
 	if r.MaxBytes > 0 && r.MaxBytes < limit {
 		limit = r.MaxBytes
 	}
-	if _, err := f.Seek(r.Offset, io.SeekStart); err != nil {
+	start, tail := r.Offset, r.Offset == 0 && r.TailLines > 0
+	if tail {
+		// The last lines are in the last chunk, not the first: read back from the end.
+		st, err := f.Stat()
+		if err != nil {
+			return nodeapi.LogReply{}, err
+		}
+		start = max(0, st.Size()-maxLogChunk)
+		limit = maxLogChunk
+	}
+	if _, err := f.Seek(start, io.SeekStart); err != nil {
 		return nodeapi.LogReply{}, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit))
 	if err != nil {
 		return nodeapi.LogReply{}, err
 	}
-	next := r.Offset + int64(len(data))
-	if r.Offset == 0 && r.TailLines > 0 {
+	next := start + int64(len(data))
+	if tail {
 		data = lastLines(data, r.TailLines)
 	}
 	return nodeapi.LogReply{Data: data, NextOffset: next, Running: running}, nil

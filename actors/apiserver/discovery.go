@@ -155,6 +155,10 @@ func subresource(k *schemas.Kind, sub string) metav1.APIResource {
 		res.Kind, res.Verbs = "Pod", metav1.Verbs{"get"}
 	case "exec":
 		res.Kind, res.Verbs = "PodExecOptions", metav1.Verbs{"create", "get"}
+	case "attach":
+		res.Kind, res.Verbs = "PodAttachOptions", metav1.Verbs{"create", "get"}
+	case "portforward":
+		res.Kind, res.Verbs = "PodPortForwardOptions", metav1.Verbs{"create", "get"}
 	case "token":
 		res.Group, res.Version, res.Kind = "authentication.k8s.io", "v1", "TokenRequest"
 		res.Verbs = metav1.Verbs{"create"}

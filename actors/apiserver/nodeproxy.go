@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,8 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/httpstream/wsstream"
+	crirc "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 
 	"github.com/skiff-sh/skiff/actors/nodeapi"
 	"github.com/skiff-sh/skiff/schemas"
@@ -50,9 +50,22 @@ func (s *Server) podContainer(ctx context.Context, k *schemas.Kind, info request
 	return pod, name, nil
 }
 
-// serveLog streams a container's log from its node (pods/log): tailLines, previous, follow.
+// serveLog streams a container's log from its node (pods/log): tailLines, limitBytes,
+// previous, follow. The node keeps container output without per-line times, so timestamps,
+// sinceSeconds and sinceTime are refused rather than ignored.
 func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
 	ctx := r.Context()
+	for _, p := range []string{"timestamps", "sinceSeconds", "sinceTime"} {
+		if v := info.query.Get(p); v != "" && v != "false" {
+			writeError(w, badRequest("%s: the node keeps container output without the time of each line, so logs by time are not supported yet", p))
+			return
+		}
+	}
+	limit, err := positiveInt(info, "limitBytes")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	pod, container, err := s.podContainer(ctx, k, info)
 	if err != nil {
 		writeError(w, err)
@@ -70,6 +83,9 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, k *schemas.Kin
 	flusher, _ := w.(http.Flusher)
 	for first := true; ; first = false {
 		var rep nodeapi.LogReply
+		if limit > 0 && req.TailLines == 0 {
+			req.MaxBytes = limit // a tail is cut after the node picked its lines
+		}
 		callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := nodeapi.Call(callCtx, s.opts.NodeConn, nodeapi.LogSubject(pod.Spec.NodeName), req, &rep)
 		cancel()
@@ -82,11 +98,20 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, k *schemas.Kin
 		if first {
 			w.WriteHeader(http.StatusOK)
 		}
-		if _, err := w.Write(rep.Data); err != nil {
+		data := rep.Data
+		if limit > 0 && int64(len(data)) > limit {
+			data = data[:limit]
+		}
+		if _, err := w.Write(data); err != nil {
 			return
 		}
 		if flusher != nil {
 			flusher.Flush()
+		}
+		if limit > 0 {
+			if limit -= int64(len(data)); limit == 0 {
+				return
+			}
 		}
 		if !follow || (!rep.Running && rep.NextOffset == req.Offset) {
 			return
@@ -103,19 +128,22 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, k *schemas.Kin
 	}
 }
 
-// serveExec runs a command in a container without a terminal (pods/exec with POST, the body as
-// stdin). Interactive exec over SPDY/WebSocket upgrades is not served.
+// serveConnect serves the streams of a pod (connectSubresources), by GET or POST.
+func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo, body []byte) {
+	switch info.subresource {
+	case "exec":
+		s.serveExec(w, r, k, info, body)
+	case "attach":
+		s.serveAttach(w, r, k, info)
+	case "portforward":
+		s.servePodPortForward(w, r, k, info)
+	}
+}
+
+// serveExec runs a command in a container (pods/exec): interactively over a WebSocket or SPDY
+// upgrade, or with POST and no upgrade, the body as stdin and the output as a JSON reply.
 func (s *Server) serveExec(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo, stdin []byte) {
-	websocket := wsstream.IsWebSocketRequest(r)
-	if !websocket && (r.Header.Get("Upgrade") != "" || r.Header.Get("Connection") == "Upgrade") {
-		writeError(w, badRequest("exec over SPDY is not supported; use a client that speaks the WebSocket channel protocol (kubectl does) or `skiff exec`"))
-		return
-	}
-	if info.query.Get("tty") == "true" {
-		writeError(w, badRequest("tty: exec with a terminal is not supported yet"))
-		return
-	}
-	pod, container, err := s.podContainer(r.Context(), k, info)
+	opts, err := streamOptions(info)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -125,8 +153,18 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request, k *schemas.Ki
 		writeError(w, badRequest("command: at least one is required"))
 		return
 	}
-	if websocket {
-		s.execStream(w, r, pod, container, cmd, info.query.Get("stdin") == "true")
+	streaming := isStreamUpgrade(r)
+	if streaming {
+		err = requireStream(opts)
+	} else if opts.TTY {
+		err = badRequest("tty: a terminal needs a streaming connection (a WebSocket or SPDY upgrade, as kubectl exec -t makes)")
+	}
+	pod, container, ok := s.checkedPodContainer(w, r, k, info, err)
+	if !ok {
+		return
+	}
+	if streaming {
+		s.serveRemoteCommand(w, r, remoteCommand{kind: nodeapi.SessionExec, pod: pod, container: container, command: cmd, opts: opts})
 		return
 	}
 	rep, err := s.execOnNode(r.Context(), pod, container, cmd, stdin)
@@ -138,6 +176,113 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request, k *schemas.Ki
 	_ = json.NewEncoder(w).Encode(rep)
 }
 
+// serveAttach streams a running container's output (pods/attach). Containers run without
+// stdin or a terminal (admission refuses both), so there is neither to attach to.
+func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
+	opts, err := streamOptions(info)
+	switch {
+	case err != nil:
+	case requireStream(opts) != nil:
+		err = requireStream(opts)
+	case opts.Stdin:
+		err = badRequest("stdin: containers run without stdin on Skiff (spec.containers[].stdin is refused), so attach carries their output only")
+	case opts.TTY:
+		err = badRequest("tty: containers run without a terminal on Skiff (spec.containers[].tty is refused)")
+	case !isStreamUpgrade(r):
+		err = badRequest("attach needs a streaming connection (a WebSocket or SPDY upgrade, as kubectl attach makes)")
+	}
+	pod, container, ok := s.checkedPodContainer(w, r, k, info, err)
+	if !ok {
+		return
+	}
+	s.serveRemoteCommand(w, r, remoteCommand{kind: nodeapi.SessionAttach, pod: pod, container: container, opts: opts})
+}
+
+// checkedPodContainer writes checkErr, the request's own fault, or else resolves its pod and
+// container (podContainer); ok says whether the caller goes on.
+func (s *Server) checkedPodContainer(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo, checkErr error) (*corev1.Pod, string, bool) {
+	if checkErr != nil {
+		writeError(w, checkErr)
+		return nil, "", false
+	}
+	pod, container, err := s.podContainer(r.Context(), k, info)
+	if err != nil {
+		writeError(w, err)
+		return nil, "", false
+	}
+	return pod, container, true
+}
+
+// servePodPortForward checks a pods/portforward request before its upgrade.
+func (s *Server) servePodPortForward(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
+	if !isStreamUpgrade(r) {
+		writeError(w, badRequest("port-forward needs a streaming connection (a WebSocket or SPDY upgrade, as kubectl port-forward makes)"))
+		return
+	}
+	if s.opts.NodeConn == nil {
+		writeError(w, apierrors.NewServiceUnavailable("this apiserver has no connection to the nodes"))
+		return
+	}
+	obj, err := s.get(r.Context(), k, info.namespace, info.name)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	pod := obj.(*corev1.Pod)
+	if pod.Spec.NodeName == "" || pod.Status.Phase != corev1.PodRunning {
+		writeError(w, badRequest("unable to forward ports to pod %s: the pod is not running (phase %q)", pod.Name, pod.Status.Phase))
+		return
+	}
+	s.servePortForward(w, r, pod)
+}
+
+// positiveInt is the query parameter name as a number above zero, 0 when absent.
+func positiveInt(info requestInfo, name string) (int64, error) {
+	v := info.query.Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, badRequest("%s: %q must be a whole number greater than 0", name, v)
+	}
+	return n, nil
+}
+
+// isStreamUpgrade says whether r asks for a WebSocket or SPDY stream.
+func isStreamUpgrade(r *http.Request) bool {
+	return wsstream.IsWebSocketRequest(r) || httpstream.IsUpgradeRequest(r)
+}
+
+// streamOptions reads stdin, stdout, stderr and tty (kubectl sends them as "true"); a terminal
+// carries stderr in stdout, as the kubelet does. A POST exec without an upgrade needs none.
+func streamOptions(info requestInfo) (*crirc.Options, error) {
+	var o crirc.Options
+	for name, dst := range map[string]*bool{"stdin": &o.Stdin, "stdout": &o.Stdout, "stderr": &o.Stderr, "tty": &o.TTY} {
+		v := info.query.Get(name)
+		if v == "" {
+			continue
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, badRequest("%s: %q is not true or false", name, v)
+		}
+		*dst = b
+	}
+	if o.TTY {
+		o.Stderr = false
+	}
+	return &o, nil
+}
+
+// requireStream: a stream carries at least one of stdin, stdout, stderr.
+func requireStream(o *crirc.Options) error {
+	if !o.Stdin && !o.Stdout && !o.Stderr {
+		return badRequest("stdin, stdout, stderr: at least one must be true")
+	}
+	return nil
+}
+
 func (s *Server) execOnNode(ctx context.Context, pod *corev1.Pod, container string, cmd []string, stdin []byte) (nodeapi.ExecReply, error) {
 	var rep nodeapi.ExecReply
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -145,38 +290,4 @@ func (s *Server) execOnNode(ctx context.Context, pod *corev1.Pod, container stri
 	err := nodeapi.Call(ctx, s.opts.NodeConn, nodeapi.ExecSubject(pod.Spec.NodeName),
 		nodeapi.ExecRequest{PodUID: string(pod.UID), Container: container, Command: cmd, Stdin: stdin}, &rep)
 	return rep, err
-}
-
-// execStream serves kubectl exec over the Kubernetes WebSocket channel protocol (channels:
-// 0 stdin, 1 stdout, 2 stderr, 3 error/status, 4 resize). The node runs the command to the end
-// and the output is sent then: no terminal, no interleaving of a long-running command's output.
-func (s *Server) execStream(w http.ResponseWriter, r *http.Request, pod *corev1.Pod, container string, cmd []string, withStdin bool) {
-	cfg := wsstream.ChannelProtocolConfig{Binary: true, Channels: []wsstream.ChannelType{
-		wsstream.ReadChannel, wsstream.WriteChannel, wsstream.WriteChannel, wsstream.WriteChannel, wsstream.ReadChannel}}
-	conn := wsstream.NewConn(map[string]wsstream.ChannelProtocolConfig{
-		"v5.channel.k8s.io": cfg, "v4.channel.k8s.io": cfg})
-	conn.SetIdleTimeout(time.Hour)
-	_, streams, err := conn.Open(w, r)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	var stdin []byte
-	if withStdin {
-		stdin, _ = io.ReadAll(streams[0])
-	}
-	rep, err := s.execOnNode(r.Context(), pod, container, cmd, stdin)
-	st := metav1.Status{Status: metav1.StatusSuccess}
-	switch {
-	case err != nil:
-		st = metav1.Status{Status: metav1.StatusFailure, Reason: metav1.StatusReasonInternalError, Message: err.Error()}
-	case rep.ExitCode != 0:
-		st = metav1.Status{Status: metav1.StatusFailure, Reason: "NonZeroExitCode",
-			Message: fmt.Sprintf("command terminated with non-zero exit code: exit status %d", rep.ExitCode),
-			Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: "ExitCode", Message: strconv.Itoa(rep.ExitCode)}}}}
-	}
-	_, _ = streams[1].Write(rep.Stdout)
-	_, _ = streams[2].Write(rep.Stderr)
-	status, _ := json.Marshal(st)
-	_, _ = streams[3].Write(status)
 }

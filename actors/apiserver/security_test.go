@@ -127,6 +127,8 @@ func TestRBACForbidsAndWritesNothing(t *testing.T) {
 		{"DELETE", "/api/v1/namespaces/x/pods/web", "", `pods "web" is forbidden: User "bob" cannot delete resource "pods" in API group "" in the namespace "x"`},
 		{"GET", "/api/v1/namespaces/x/pods/web/log", "", `pods "web" is forbidden: User "bob" cannot get resource "pods/log" in API group "" in the namespace "x"`},
 		{"GET", "/api/v1/namespaces/x/pods/web/exec?command=sh", "", `pods "web" is forbidden: User "bob" cannot create resource "pods/exec" in API group "" in the namespace "x"`},
+		{"GET", "/api/v1/namespaces/x/pods/web/attach?stdout=true", "", `pods "web" is forbidden: User "bob" cannot create resource "pods/attach" in API group "" in the namespace "x"`},
+		{"POST", "/api/v1/namespaces/x/pods/web/portforward", "", `pods "web" is forbidden: User "bob" cannot create resource "pods/portforward" in API group "" in the namespace "x"`},
 		{"PUT", "/apis/apps/v1/namespaces/x/deployments/d/scale", `{}`, `deployments.apps "d" is forbidden: User "bob" cannot update resource "deployments/scale" in API group "apps" in the namespace "x"`},
 		{"GET", "/api/v1/nodes", "", `nodes is forbidden: User "bob" cannot list resource "nodes" in API group "" at the cluster scope`},
 		{"POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", `{}`, `clusterrolebindings.rbac.authorization.k8s.io is forbidden: User "bob" cannot create resource "clusterrolebindings" in API group "rbac.authorization.k8s.io" at the cluster scope`},

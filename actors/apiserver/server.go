@@ -229,16 +229,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	if msg := deprecationWarning(k); msg != "" {
 		wo.warnings.add(msg)
 	}
+	if (info.verb == "get" || info.verb == "create") && connectSubresources[info.subresource] {
+		s.serveConnect(w, r, k, info, body)
+		return
+	}
 	var obj runtime.Object
 	code := http.StatusOK
 	switch info.verb {
 	case "get":
 		if info.subresource == "log" {
 			s.serveLog(w, r, k, info)
-			return
-		}
-		if info.subresource == "exec" {
-			s.serveExec(w, r, k, info, nil)
 			return
 		}
 		if info.subresource == "scale" {
@@ -265,9 +265,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 			obj, err = s.bind(ctx, k, info.namespace, info.name, body, wo)
 		case "eviction":
 			obj, err = s.evict(ctx, k, info.namespace, info.name, body, wo)
-		case "exec":
-			s.serveExec(w, r, k, info, body)
-			return
 		case "token":
 			obj, err = s.createToken(ctx, k, info.namespace, info.name, body)
 		case "":

@@ -1,6 +1,8 @@
 // Package nodeapi is the small request/reply API each node agent serves over NATS for what only
-// the node can answer: container logs and exec. The apiserver's pods/log and pods/exec
-// subresources are its callers, so clients meet it through the Kubernetes API.
+// the node can answer: container logs, exec, and the opening of interactive sessions (exec,
+// attach, port-forward) whose bytes then flow as package stream's frames. The apiserver's
+// pods/log, pods/exec, pods/attach and pods/portforward subresources are its callers, so
+// clients meet it through the Kubernetes API.
 package nodeapi
 
 import (
@@ -17,6 +19,41 @@ import (
 // The subjects live in bus/identity, whose NATS permissions let only that node serve them.
 func LogSubject(node string) string  { return identity.NodeSubject(node, "log") }
 func ExecSubject(node string) string { return identity.NodeSubject(node, "exec") }
+
+// OpenSubject is where node `node` opens sessions; session id's frames travel on
+// ToNodeSubject and FromNodeSubject, under the node's own subjects so NATS permissions keep
+// every other node out.
+func OpenSubject(node string) string { return identity.NodeSubject(node, "open") }
+func ToNodeSubject(node, id string) string {
+	return identity.NodeSubject(node, identity.SessionToNode+"."+id)
+}
+func FromNodeSubject(node, id string) string {
+	return identity.NodeSubject(node, identity.SessionFromNode+"."+id)
+}
+
+// Session kinds.
+const (
+	SessionExec        = "exec"
+	SessionAttach      = "attach"
+	SessionPortForward = "portforward"
+)
+
+// OpenRequest starts session ID on the node: a command in a container (exec), the container's
+// output (attach) or a TCP connection to a port in the pod (portforward). The node subscribes
+// to ToNodeSubject before it answers, so the caller may send at once.
+type OpenRequest struct {
+	ID        string   `json:"id"`
+	Kind      string   `json:"kind"`
+	PodUID    string   `json:"podUID"`
+	Container string   `json:"container,omitempty"`
+	Command   []string `json:"command,omitempty"`
+	Stdin     bool     `json:"stdin,omitempty"`
+	TTY       bool     `json:"tty,omitempty"`
+	Port      int32    `json:"port,omitempty"`
+}
+
+// OpenReply is empty: an error comes back as the call's error.
+type OpenReply struct{}
 
 // LogRequest asks for a container's log from byte Offset on.
 type LogRequest struct {

@@ -107,5 +107,11 @@ func FromAPISubject(subject string) (ID, error) {
 // so nobody reads another component's replies.
 func (id ID) InboxPrefix() string { return "_INBOX_" + id.token() }
 
-// NodeSubject is where node answers the node API method (log, exec).
+// NodeSubject is where node answers the node API method (log, exec, open).
 func NodeSubject(node, method string) string { return "skiff.node." + node + "." + method }
+
+// The subject tokens of a session's frames under NodeSubject: to the node, and from it.
+const (
+	SessionToNode   = "sin"
+	SessionFromNode = "sout"
+)

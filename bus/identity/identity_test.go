@@ -156,6 +156,31 @@ func TestAgentCannotWriteTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.Wait(t, "_INBOX.>")
+	// Interactive sessions: another node's frames can be neither read nor forged.
+	for _, subj := range []string{identity.NodeSubject("node-b", identity.SessionToNode+".s1"), identity.NodeSubject("node-b", identity.SessionFromNode+".s1")} {
+		if _, err := nc.SubscribeSync(subj); err != nil {
+			t.Fatal(err)
+		}
+		v.Wait(t, subj)
+	}
+	forged := identity.NodeSubject("node-b", identity.SessionFromNode+".s1")
+	if err := nc.Publish(forged, nil); err != nil {
+		t.Fatal(err)
+	}
+	v.Wait(t, forged)
+	// Its own are open: no violation arrives before the reply to a flush.
+	if _, err := nc.SubscribeSync(identity.NodeSubject("node-a", identity.SessionToNode+".s1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Publish(identity.NodeSubject("node-a", identity.SessionFromNode+".s1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatalf("own session subjects: %v", err)
+	}
+	if strings.Contains(v.String(), "node-a.s") {
+		t.Fatalf("violations on its own session subjects: %s", v)
+	}
 }
 
 func TestCredentialsSurviveRestart(t *testing.T) {

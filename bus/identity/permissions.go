@@ -118,9 +118,12 @@ func (id ID) Permissions(n Names) (natsserver.Permissions, error) {
 			"$KV."+n.LeaseBucket+".>",
 		)
 	case Node:
-		// The apiserver calls the node for logs and exec; the node answers on the request's
-		// reply subject (Respond) and may receive nothing else.
-		p.SubAllow = append(p.SubAllow, NodeSubject(id.Node, "log"), NodeSubject(id.Node, "exec"))
+		// The apiserver calls the node for logs, exec and sessions; the node answers on the
+		// request's reply subject (Respond). A session's frames flow on the node's own subjects
+		// only, so a node can neither read nor feed another node's sessions.
+		p.SubAllow = append(p.SubAllow, NodeSubject(id.Node, "log"), NodeSubject(id.Node, "exec"),
+			NodeSubject(id.Node, "open"), NodeSubject(id.Node, SessionToNode+".*"))
+		p.PubAllow = append(p.PubAllow, NodeSubject(id.Node, SessionFromNode+".*"))
 		p.Respond = true
 	}
 	return p, nil

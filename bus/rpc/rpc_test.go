@@ -10,22 +10,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/skiff-sh/skiff/bus/natsserver"
+	"github.com/skiff-sh/skiff/bus/natsserver/natsservertest"
 )
 
-func conn(t *testing.T) (*natsserver.Server, *nats.Conn) {
-	t.Helper()
-	s, err := natsserver.Start(natsserver.Config{DataDir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	nc, err := s.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return s, nc
-}
+func conn(t *testing.T) (*natsserver.Server, *nats.Conn) { return natsservertest.Start(t) }
 
 func TestCallHeadersAndErrors(t *testing.T) {
 	_, nc := conn(t)

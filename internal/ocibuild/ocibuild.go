@@ -43,9 +43,11 @@ type File struct {
 
 // Image describes what to build.
 type Image struct {
-	Name       string // full reference, e.g. skiff.local/httpecho:v1
-	Files      []File
-	Dirs       []string // extra empty directories (mode 0755; /tmp gets 1777)
+	Name  string // full reference, e.g. skiff.local/httpecho:v1
+	Files []File
+	Dirs  []string // extra empty directories (mode 0755; /tmp gets 1777)
+	// Symlinks maps an absolute path in the image to its target: a multi-call binary's names.
+	Symlinks   map[string]string
 	Entrypoint []string
 	Cmd        []string
 	Env        []string // KEY=VALUE
@@ -234,6 +236,11 @@ func (img Image) validate() error {
 			return fmt.Errorf("ocibuild: destination %q must be absolute", f.Dst)
 		}
 	}
+	for l := range img.Symlinks {
+		if !path.IsAbs(l) {
+			return fmt.Errorf("ocibuild: symlink %q must be absolute", l)
+		}
+	}
 	return nil
 }
 
@@ -256,6 +263,12 @@ func buildLayer(img Image, mtime time.Time) ([]byte, error) {
 	for _, f := range files {
 		addParents(path.Clean(f.Dst))
 	}
+	links := make([]string, 0, len(img.Symlinks))
+	for l := range img.Symlinks {
+		links = append(links, l)
+		addParents(path.Clean(l))
+	}
+	sort.Strings(links)
 	sortedDirs := make([]string, 0, len(dirs))
 	for d := range dirs {
 		sortedDirs = append(sortedDirs, d)
@@ -288,6 +301,12 @@ func buildLayer(img Image, mtime time.Time) ([]byte, error) {
 			mode = st.Mode().Perm()
 		}
 		if err := writeBytes(tw, strings.TrimPrefix(path.Clean(f.Dst), "/"), data, int64(mode), mtime); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range links {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: strings.TrimPrefix(path.Clean(l), "/"),
+			Linkname: img.Symlinks[l], Mode: 0o777, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
 			return nil, err
 		}
 	}

@@ -32,6 +32,7 @@ func testImage(t *testing.T) Image {
 		Name:       "skiff.local/test:v1",
 		Files:      []File{{Src: bin, Dst: "/usr/bin/app"}},
 		Dirs:       []string{"/tmp"},
+		Symlinks:   map[string]string{"/bin/other": "/usr/bin/app", "/bin/third": "/usr/bin/app"},
 		Entrypoint: []string{"/usr/bin/app"},
 		Env:        []string{"PORT=8080"},
 		Ports:      []string{"8080/tcp"},
@@ -54,6 +55,9 @@ func readTar(t *testing.T, b []byte) map[string][]byte {
 		out[h.Name] = data
 		if h.Typeflag == tar.TypeDir {
 			out[h.Name] = nil
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			out[h.Name] = []byte("-> " + h.Linkname)
 		}
 		if strings.HasSuffix(h.Name, "app") && h.Mode != 0o755 {
 			t.Errorf("%s mode %o, want 755", h.Name, h.Mode)
@@ -119,10 +123,13 @@ func TestLayoutDigests(t *testing.T) {
 		t.Errorf("config %+v", cfg)
 	}
 	root := readTar(t, layer)
-	for _, want := range []string{"usr/", "usr/bin/", "usr/bin/app", "tmp/"} {
+	for _, want := range []string{"usr/", "usr/bin/", "usr/bin/app", "tmp/", "bin/"} {
 		if _, ok := root[want]; !ok {
 			t.Errorf("layer lacks %s (has %v)", want, keys(root))
 		}
+	}
+	if got := string(root["bin/other"]); got != "-> /usr/bin/app" {
+		t.Errorf("symlink bin/other: %q", got)
 	}
 }
 

@@ -159,6 +159,8 @@ func TestPodRules(t *testing.T) {
 		{"stopSignal", c0 + ".lifecycle.stopSignal", "not supported", func(s *corev1.PodSpec) {
 			s.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGINT)}
 		}},
+		{"stdin", c0 + ".stdin", "not supported", func(s *corev1.PodSpec) { s.Containers[0].Stdin = true }},
+		{"tty", c0 + ".tty", "not supported", func(s *corev1.PodSpec) { s.Containers[0].TTY = true }},
 		{"termination message from logs", c0 + ".terminationMessagePolicy", "Unsupported value", func(s *corev1.PodSpec) {
 			s.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 		}},

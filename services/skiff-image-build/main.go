@@ -30,6 +30,7 @@ func main() {
 		user       = flag.String("user", "", "user[:group] to run as")
 		files, env list
 		cmd, ports list
+		links      list
 		entrypoint list
 	)
 	flag.Var(&files, "file", "extra file SRC:DST (repeatable)")
@@ -37,6 +38,7 @@ func main() {
 	flag.Var(&entrypoint, "entrypoint", "entrypoint argument (repeatable; default: the -binary)")
 	flag.Var(&cmd, "cmd", "default argument (repeatable)")
 	flag.Var(&ports, "port", "exposed port, e.g. 8080/tcp (repeatable)")
+	flag.Var(&links, "symlink", "symlink LINK:TARGET, e.g. /bin/tar:/httpecho for a multi-call binary (repeatable)")
 	flag.Parse()
 
 	img := ocibuild.Image{Name: *name, Env: env, Cmd: cmd, Ports: ports, WorkingDir: *workdir, User: *user,
@@ -54,6 +56,16 @@ func main() {
 			fail("-file %q: want SRC:DST", f)
 		}
 		img.Files = append(img.Files, ocibuild.File{Src: src, Dst: dst})
+	}
+	for _, l := range links {
+		link, target, ok := strings.Cut(l, ":")
+		if !ok || link == "" || target == "" {
+			fail("-symlink %q: want LINK:TARGET", l)
+		}
+		if img.Symlinks == nil {
+			img.Symlinks = map[string]string{}
+		}
+		img.Symlinks[link] = target
 	}
 	if *out == "" || *name == "" {
 		flag.Usage()

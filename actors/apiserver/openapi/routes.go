@@ -215,20 +215,30 @@ func subresourceRoutes(b routeBuilder, path, sub string, obj any, params []commo
 			query("timestamps", "boolean", "If true, add an RFC3339 timestamp at the beginning of every line of log output."))),
 			[]string{"text/plain", "application/json", "application/yaml", "application/vnd.kubernetes.protobuf"})
 		return []common.Route{r}
-	case "exec":
-		s := b.sub("Exec")
-		execParams := join(params, ps(query("command", "string", "Command is the remote command to execute."),
-			query("container", "string", "Container in which to execute the command."),
+	case "exec", "attach":
+		s := b.sub(strings.ToUpper(sub[:1]) + sub[1:])
+		streams := ps(query("container", "string", "The container in which to run the command or to attach to."),
 			query("stdin", "boolean", "Redirect the standard input stream of the pod for this call."),
 			query("stdout", "boolean", "Redirect the standard output stream of the pod for this call."),
 			query("stderr", "boolean", "Redirect the standard error stream of the pod for this call."),
-			query("tty", "boolean", "TTY if true indicates that a tty will be allocated for the exec call.")))
-		return []common.Route{
-			s.make("connectGet", http.MethodGet, path, "connect", "connect GET requests to exec of Pod", nil, "", execParams, []string{"*/*"}),
-			s.make("connectPost", http.MethodPost, path, "connect", "connect POST requests to exec of Pod", nil, "", execParams, []string{"*/*"}),
+			query("tty", "boolean", "TTY if true indicates that a tty will be allocated for the call."))
+		if sub == "exec" {
+			streams = append(streams, ps(query("command", "string", "Command is the remote command to execute."))...)
 		}
+		return connectRoutes(s, path, sub, join(params, streams))
+	case "portforward":
+		return connectRoutes(b.sub("Portforward"), path, sub, join(params, ps(
+			query("ports", "integer", "List of ports to forward."))))
 	}
 	return nil
+}
+
+// connectRoutes are the GET and POST of a streaming subresource of Pod.
+func connectRoutes(s routeBuilder, path, sub string, params []common.Parameter) []common.Route {
+	return []common.Route{
+		s.make("connectGet", http.MethodGet, path, "connect", "connect GET requests to "+sub+" of Pod", nil, "", params, []string{"*/*"}),
+		s.make("connectPost", http.MethodPost, path, "connect", "connect POST requests to "+sub+" of Pod", nil, "", params, []string{"*/*"}),
+	}
 }
 
 // routeBuilder names a kind's operations: verb + "AppsV1Namespaced" + "Deployment" + suffix.

@@ -8,16 +8,39 @@ import (
 	"fmt"
 	"io"
 	"syscall"
+	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
+
+// firstSizeWait bounds the wait for a terminal's first size.
+const firstSizeWait = time.Second
 
 // Exec runs cmd in a running container (its namespaces, cgroup, env and
 // working dir) and returns its exit code. stdin is read to EOF and then
 // closed for the process; nil streams are discarded. A cancelled ctx kills
 // the process.
 func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, stdin io.Reader, stdout, stderr io.Writer, tty bool) (int, error) {
+	return r.ExecInteractive(ctx, id, cmd, ExecIO{Stdin: stdin, Stdout: stdout, Stderr: stderr, TTY: tty})
+}
+
+// TerminalSize is a terminal's width and height in characters.
+type TerminalSize struct{ Width, Height uint16 }
+
+// ExecIO are an exec's streams. With TTY the process gets a terminal whose output all goes to
+// Stdout, sized by each value of Resize as it arrives.
+type ExecIO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	TTY            bool
+	Resize         <-chan TerminalSize
+}
+
+// ExecInteractive is Exec with a terminal that can be resized.
+func (r *Runtime) ExecInteractive(ctx context.Context, id string, cmd []string, sio ExecIO) (int, error) {
+	stdin, stdout, stderr, tty := sio.Stdin, sio.Stdout, sio.Stderr, sio.TTY
 	if len(cmd) == 0 {
 		return -1, errors.New("runtime: exec needs a command")
 	}
@@ -37,6 +60,15 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, stdin io.Re
 	pspec := *spec.Process
 	pspec.Args = cmd
 	pspec.Terminal = tty
+	if tty && sio.Resize != nil {
+		// The client sends its size as it connects: the terminal starts with it, so the
+		// command's first look at its size is right.
+		select {
+		case s := <-sio.Resize:
+			pspec.ConsoleSize = &specs.Box{Width: uint(s.Width), Height: uint(s.Height)}
+		case <-time.After(firstSizeWait):
+		}
+	}
 
 	if stdout == nil {
 		stdout = io.Discard
@@ -68,15 +100,21 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, stdin io.Re
 	if err := proc.Start(ctx); err != nil {
 		return -1, fmt.Errorf("exec start: %w", err)
 	}
+	// The helpers below end with the call, not on exited: its one status is for the wait below.
+	ended := make(chan struct{})
+	defer close(ended)
 	if eof != nil {
 		go func() {
 			select {
 			case <-eof:
 				// The shim holds stdin open until told: now the process sees EOF.
 				_ = proc.CloseIO(cleanup, containerd.WithStdinCloser)
-			case <-exited:
+			case <-ended:
 			}
 		}()
+	}
+	if tty && sio.Resize != nil {
+		go resizeUntilExit(cleanup, proc, sio.Resize, ended)
 	}
 	select {
 	case st := <-exited:
@@ -86,6 +124,21 @@ func (r *Runtime) Exec(ctx context.Context, id string, cmd []string, stdin io.Re
 	case <-ctx.Done():
 		_ = proc.Kill(cleanup, syscall.SIGKILL)
 		return -1, ctx.Err()
+	}
+}
+
+// resizeUntilExit applies each terminal size to the process until it exits.
+func resizeUntilExit(ctx context.Context, proc containerd.Process, sizes <-chan TerminalSize, ended <-chan struct{}) {
+	for {
+		select {
+		case s, ok := <-sizes:
+			if !ok {
+				return
+			}
+			_ = proc.Resize(ctx, uint32(s.Width), uint32(s.Height))
+		case <-ended:
+			return
+		}
 	}
 }
 

@@ -142,3 +142,18 @@ func (r *Runtime) exitReason(labels map[string]string, code int) string {
 		return ReasonError
 	}
 }
+
+// Running says whether container id's process runs: one container asked, not a list.
+func (r *Runtime) Running(ctx context.Context, id string) bool {
+	ctx = r.ctx(ctx)
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return false
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return false
+	}
+	st, err := task.Status(ctx)
+	return err == nil && st.Status == containerd.Running
+}

@@ -30,8 +30,10 @@ func BuildHTTPEcho(dir string) (string, error) {
 		Name:       HTTPEcho,
 		Files:      []ocibuild.File{{Src: bin, Dst: "/httpecho", Mode: 0o755}},
 		Dirs:       []string{"/tmp"},
+		Symlinks:   map[string]string{"/bin/tar": "/httpecho", "/bin/test": "/httpecho"},
 		Entrypoint: []string{"/httpecho"},
-		Env:        []string{"PORT=8080"},
+		// PATH as a base image would set it, so exec finds tar and test by name.
+		Env: []string{"PORT=8080", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 	})
 	return tar, err
 }

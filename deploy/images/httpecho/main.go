@@ -3,7 +3,7 @@
 // be made to fail, memory allocation for OOM tests, a UDP echo for Service
 // tests and an optional timed exit for restart tests. It also carries a few
 // one-shot modes (-version, -probe, -cat, -append, -resolve) so exec and init containers work in a FROM scratch
-// image that has no shell.
+// image that has no shell, and answers as tar and test when started by those names, for kubectl cp.
 package main
 
 import (
@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,9 @@ import (
 var version = "dev"
 
 func main() {
+	if code, ok := multiCall(filepath.Base(os.Args[0]), os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	var (
 		showVersion   = flag.Bool("version", false, "print the version and exit")
 		probe         = flag.String("probe", "", "GET this URL, exit 0 on a 2xx/3xx answer, 1 otherwise")
@@ -44,6 +48,7 @@ func main() {
 		udpProbe      = flag.String("udp-probe", "", "send \"whoami\" to this UDP host:port, print the answer and who sent it, exit 0 on an answer")
 		resolve       = flag.String("resolve", "", "look this name up with Go's resolver (the pod's resolv.conf: search path, ndots), print the answers one a line, exit 0 on an answer")
 		resolveType   = flag.String("resolve-type", "A", "-resolve's record type: A (every address), CNAME or SRV (NAME is _port._proto.service)")
+		interactive   = flag.Bool("interactive", false, "answer stdin line by line, reporting the terminal and its size (exec tests)")
 	)
 	flag.Parse()
 	switch {
@@ -62,6 +67,8 @@ func main() {
 		os.Exit(runUDPProbe(*udpProbe))
 	case *resolve != "":
 		os.Exit(runResolve(*resolve, *resolveType))
+	case *interactive:
+		os.Exit(runInteractive(os.Stdin, os.Stdout))
 	}
 	if *udpPort == "" {
 		*udpPort = *port
@@ -148,6 +155,11 @@ func (s *server) routes() *http.ServeMux {
 	mux.HandleFunc("/fail", func(w http.ResponseWriter, r *http.Request) { s.setProbes(w, r, false) })
 	mux.HandleFunc("/recover", func(w http.ResponseWriter, r *http.Request) { s.setProbes(w, r, true) })
 	mux.HandleFunc("/alloc", s.handleAlloc)
+	// /say?line=... writes the line to stdout: container output on demand (attach and logs tests).
+	mux.HandleFunc("/say", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Println(r.URL.Query().Get("line"))
+		fmt.Fprintln(w, "said")
+	})
 	mux.HandleFunc("/exit", func(w http.ResponseWriter, r *http.Request) {
 		code, _ := strconv.Atoi(r.URL.Query().Get("code"))
 		fmt.Fprintf(w, "exiting with %d\n", code)

@@ -1,0 +1,32 @@
+package apiserver_test
+
+import (
+	"strings"
+	"testing"
+)
+
+// Streams a request cannot have are refused naming the parameter, before any node is asked.
+func TestStreamingRequestsRefuseWhatTheyCannotServe(t *testing.T) {
+	a, _ := newAPI(t)
+	a.mustDo(201, "POST", podsPath, "application/json", podJSON("p", ""))
+	pod := podsPath + "/p"
+	for _, c := range []struct{ method, path, field string }{
+		{"POST", pod + "/exec?command=ls&tty=true&stdout=true", "tty: "},
+		{"POST", pod + "/exec?command=ls&stdin=maybe", "stdin: "},
+		{"GET", pod + "/attach?stdout=false", "stdin, stdout, stderr: "},
+		{"POST", pod + "/exec?stdout=true", "command: "},
+		{"GET", pod + "/attach?stdin=true&stdout=true", "stdin: "},
+		{"GET", pod + "/attach?tty=true&stdout=true", "tty: "},
+		{"GET", pod + "/attach?stdout=true", "attach needs a streaming connection"},
+		{"GET", pod + "/portforward?ports=80", "port-forward needs a streaming connection"},
+		{"GET", pod + "/log?timestamps=true", "timestamps: "},
+		{"GET", pod + "/log?sinceSeconds=10", "sinceSeconds: "},
+		{"GET", pod + "/log?sinceTime=2026-01-01T00:00:00Z", "sinceTime: "},
+		{"GET", pod + "/log?limitBytes=0", "limitBytes: "},
+	} {
+		code, out := a.do(c.method, c.path, "", "")
+		if msg, _ := out["message"].(string); code != 400 || !strings.HasPrefix(msg, c.field) {
+			t.Errorf("%s %s: got %d %q, want 400 starting %q", c.method, c.path, code, msg, c.field)
+		}
+	}
+}
