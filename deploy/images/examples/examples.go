@@ -20,7 +20,9 @@ func BuildHTTPEcho(dir string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "httpecho")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/skiff-sh/skiff/deploy/images/httpecho")
+	// Reproducible (no paths, build ID or VCS stamp): the same source gives the same image,
+	// which lets skiff carry it (deploy/images/demo) and a test check it is current.
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w -buildid=", "-o", bin, "github.com/skiff-sh/skiff/deploy/images/httpecho")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build httpecho: %v\n%s", err, out)
