@@ -101,7 +101,7 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 		}
 		if err != nil {
 			// The agent was only on by default (running as root): the control plane still serves.
-			fmt.Fprintf(os.Stderr, "skiff: running without a node agent: %v (install containerd, runc and the CNI plugins: .ci/deps/node.sh)\n", err)
+			fmt.Fprintf(os.Stderr, "skiff: running without a node agent: %v\n", err)
 		}
 		if a != nil {
 			defer a.Stop()
