@@ -6,7 +6,6 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/plugins/pkg/utils"
-	"github.com/coreos/go-iptables/iptables"
 )
 
 // firewall (iptables backend): the pods' forwarded traffic is accepted, ahead of a FORWARD
@@ -46,25 +45,19 @@ func firewallAdd(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	res, err := prevResult(&c.PluginConf)
+	res, ipt, rules, err := podRules(&c.PluginConf, func(pod string) [][]string { return forwardRules(c, args.ContainerID, pod) })
 	if err != nil {
 		return err
 	}
-	ipt, err := iptables.New()
-	if err != nil {
-		return err
-	}
-	if err := utils.EnsureChain(ipt, "filter", forwardChain); err != nil {
-		return err
-	}
-	if err := utils.InsertUnique(ipt, "filter", "FORWARD", true, []string{"-j", forwardChain}); err != nil {
-		return err
-	}
-	if pod := podIPv4(res); pod != nil {
-		for _, rule := range forwardRules(c, args.ContainerID, pod.String()) {
-			if err := utils.InsertUnique(ipt, "filter", forwardChain, false, rule); err != nil {
-				return err
-			}
+	if ipt != nil {
+		if err := utils.EnsureChain(ipt, "filter", forwardChain); err != nil {
+			return err
+		}
+		if err := utils.InsertUnique(ipt, "filter", "FORWARD", true, []string{"-j", forwardChain}); err != nil {
+			return err
+		}
+		if err := appendRules(ipt, "filter", forwardChain, rules); err != nil {
+			return err
 		}
 	}
 	return types.PrintResult(res, c.CNIVersion)
@@ -72,30 +65,14 @@ func firewallAdd(args *skel.CmdArgs) error {
 
 func firewallDel(args *skel.CmdArgs) error {
 	c, err := loadFirewall(args.StdinData)
-	if err != nil {
+	if err != nil || c.RawPrevResult == nil {
+		return err // without the result nothing names the rules: none were added, or they cannot be found
+	}
+	_, ipt, rules, err := podRules(&c.PluginConf, func(pod string) [][]string { return forwardRules(c, args.ContainerID, pod) })
+	if err != nil || ipt == nil {
 		return err
 	}
-	if c.RawPrevResult == nil {
-		return nil // nothing was added, or the result is lost: nothing to find the rules by
-	}
-	res, err := prevResult(&c.PluginConf)
-	if err != nil {
-		return err
-	}
-	pod := podIPv4(res)
-	if pod == nil {
-		return nil
-	}
-	ipt, err := iptables.New()
-	if err != nil {
-		return err
-	}
-	for _, rule := range forwardRules(c, args.ContainerID, pod.String()) {
-		if err := utils.DeleteRule(ipt, "filter", forwardChain, rule...); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deleteRules(ipt, "filter", forwardChain, rules)
 }
 
 func firewallCheck(args *skel.CmdArgs) error {
@@ -103,20 +80,9 @@ func firewallCheck(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	res, err := prevResult(&c.PluginConf)
-	if err != nil {
+	_, ipt, rules, err := podRules(&c.PluginConf, func(pod string) [][]string { return forwardRules(c, args.ContainerID, pod) })
+	if err != nil || ipt == nil {
 		return err
 	}
-	ipt, err := iptables.New()
-	if err != nil {
-		return err
-	}
-	if pod := podIPv4(res); pod != nil {
-		for _, rule := range forwardRules(c, args.ContainerID, pod.String()) {
-			if ok, err := ipt.Exists("filter", forwardChain, rule...); err != nil || !ok {
-				return fmt.Errorf("firewall: rule %v missing (%v)", rule, err)
-			}
-		}
-	}
-	return nil
+	return checkRules(ipt, "filter", forwardChain, rules)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/plugins/pkg/utils"
-	"github.com/coreos/go-iptables/iptables"
 )
 
 // portmap: hostPorts, as DNAT rules from the node's local addresses to the pod (iptables nat,
@@ -80,19 +79,14 @@ func portmapAdd(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	res, err := prevResult(&c.PluginConf)
+	res, ipt, rules, err := podRules(&c.PluginConf, func(pod string) [][]string { return dnatRules(c, args.ContainerID, pod) })
 	if err != nil {
 		return err
 	}
-	pod := podIPv4(res)
-	if len(c.RuntimeConfig.PortMappings) > 0 && pod == nil {
+	if len(c.RuntimeConfig.PortMappings) > 0 && podIPv4(res) == nil {
 		return fmt.Errorf("portmap: the pod has no IPv4 address to map hostPorts to")
 	}
-	if len(c.RuntimeConfig.PortMappings) > 0 {
-		ipt, err := iptables.New()
-		if err != nil {
-			return err
-		}
+	if ipt != nil {
 		if err := utils.EnsureChain(ipt, "nat", hostPortChain); err != nil {
 			return err
 		}
@@ -103,10 +97,8 @@ func portmapAdd(args *skel.CmdArgs) error {
 				return err
 			}
 		}
-		for _, rule := range dnatRules(c, args.ContainerID, pod.String()) {
-			if err := utils.InsertUnique(ipt, "nat", hostPortChain, false, rule); err != nil {
-				return err
-			}
+		if err := appendRules(ipt, "nat", hostPortChain, rules); err != nil {
+			return err
 		}
 	}
 	return types.PrintResult(res, c.CNIVersion)
@@ -114,30 +106,14 @@ func portmapAdd(args *skel.CmdArgs) error {
 
 func portmapDel(args *skel.CmdArgs) error {
 	c, err := loadPortmap(args.StdinData)
-	if err != nil {
+	if err != nil || len(c.RuntimeConfig.PortMappings) == 0 || c.RawPrevResult == nil {
 		return err
 	}
-	if len(c.RuntimeConfig.PortMappings) == 0 || c.RawPrevResult == nil {
-		return nil
-	}
-	res, err := prevResult(&c.PluginConf)
-	if err != nil {
+	_, ipt, rules, err := podRules(&c.PluginConf, func(pod string) [][]string { return dnatRules(c, args.ContainerID, pod) })
+	if err != nil || ipt == nil {
 		return err
 	}
-	pod := podIPv4(res)
-	if pod == nil {
-		return nil
-	}
-	ipt, err := iptables.New()
-	if err != nil {
-		return err
-	}
-	for _, rule := range dnatRules(c, args.ContainerID, pod.String()) {
-		if err := utils.DeleteRule(ipt, "nat", hostPortChain, rule...); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deleteRules(ipt, "nat", hostPortChain, rules)
 }
 
 func portmapCheck(args *skel.CmdArgs) error {
@@ -145,22 +121,9 @@ func portmapCheck(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
-	res, err := prevResult(&c.PluginConf)
-	if err != nil {
+	_, ipt, rules, err := podRules(&c.PluginConf, func(pod string) [][]string { return dnatRules(c, args.ContainerID, pod) })
+	if err != nil || ipt == nil {
 		return err
 	}
-	pod := podIPv4(res)
-	if pod == nil || len(c.RuntimeConfig.PortMappings) == 0 {
-		return nil
-	}
-	ipt, err := iptables.New()
-	if err != nil {
-		return err
-	}
-	for _, rule := range dnatRules(c, args.ContainerID, pod.String()) {
-		if ok, err := ipt.Exists("nat", hostPortChain, rule...); err != nil || !ok {
-			return fmt.Errorf("portmap: rule %v missing (%v)", rule, err)
-		}
-	}
-	return nil
+	return checkRules(ipt, "nat", hostPortChain, rules)
 }
