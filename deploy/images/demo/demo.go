@@ -1,7 +1,9 @@
 // Package demo carries the example image inside the skiff binary, so `skiff up` runs
 // deploy/examples/web.yaml with nothing built or pulled first. httpecho.tar is
 // examples.BuildHTTPEcho's output (a reproducible build), remade by `go generate
-// ./deploy/images/demo`; the package's test fails when it no longer matches the source.
+// ./deploy/images/demo`; the package's test fails when httpecho's source changed since
+// (httpecho.source records its digest and the Go version that built it) or, with that Go
+// version, the bytes differ.
 package demo
 
 import (
@@ -17,6 +19,12 @@ import (
 //
 //go:embed httpecho.tar
 var HTTPEcho []byte
+
+// Source is "DIGEST GOVERSION": the httpecho source HTTPEcho was built from
+// (examples.HTTPEchoSource) and the toolchain that built it.
+//
+//go:embed httpecho.source
+var Source string
 
 // Write puts the image into dir as httpecho.tar (an agent's images directory), leaving an
 // identical file alone so a restart rewrites nothing.

@@ -4,14 +4,29 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/skiff-sh/skiff/deploy/images/demo"
 	"github.com/skiff-sh/skiff/deploy/images/examples"
 )
 
-// The carried image is what the httpecho source builds to today.
+// The carried image is what the httpecho source builds to today: built from the same source,
+// and, where the toolchain is the one that built it, byte for byte.
 func TestCarriedImageIsCurrent(t *testing.T) {
+	src, err := examples.HTTPEchoSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, goVersion, _ := strings.Cut(strings.TrimSpace(demo.Source), " ")
+	if digest != src {
+		t.Fatalf("deploy/images/httpecho changed since deploy/images/demo/httpecho.tar was built: run go generate ./deploy/images/demo")
+	}
+	if goVersion != runtime.Version() {
+		t.Logf("the carried image was built by %s, this is %s: the bytes are not compared", goVersion, runtime.Version())
+		return
+	}
 	fresh, err := examples.BuildHTTPEcho(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -3,10 +3,15 @@
 package examples
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
 
 	"github.com/skiff-sh/skiff/internal/ocibuild"
 )
@@ -37,4 +42,28 @@ func BuildHTTPEcho(dir string) (string, error) {
 		Env:        []string{"PORT=8080"},
 	})
 	return tar, err
+}
+
+// HTTPEchoSource is a digest of httpecho's Go source (its non-test .go files), which an image
+// carried in the binary records, to tell when it needs building again whatever the toolchain.
+func HTTPEchoSource() (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	paths, err := filepath.Glob(filepath.Join(filepath.Dir(file), "..", "httpecho", "*.go"))
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(paths)
+	h := sha256.New()
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(p), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
