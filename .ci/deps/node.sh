@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Node runtime for actors/kubelet/runtime: containerd v2 daemon + runc shim
-# (built with go install, no btrfs headers needed), runc and iproute2 from
-# Debian, and the CNI plugins the runtime calls (bridge, host-local,
-# loopback, portmap, firewall) in /opt/cni/bin. Idempotent; run as root.
+# What the tests need on a node beyond the skiff binary (which carries containerd, the runc
+# shim and the CNI plugins): runc, iproute2, iptables and nsenter from Debian. The kubelet's
+# tests (actors/kubelet/kubelettest), the compose images (deploy/docker/build.sh) and the VM
+# suite's initramfs (e2e/vm) still use a host containerd v2 daemon + runc shim (built with go
+# install, no btrfs headers needed) and the CNI plugins in /opt/cni/bin, so those are
+# installed too. Idempotent; run as root.
 set -euo pipefail
 
 CONTAINERD_VERSION=v2.4.2

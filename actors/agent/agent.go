@@ -41,6 +41,7 @@ type Config struct {
 	NodeName         string
 	DataDir          string        // containerd root, pod dirs, logs
 	ContainerdSocket string        // "" starts a containerd under DataDir
+	CNIBinDir        string        // the CNI plugins; default /opt/cni/bin (skiff's own are in its data dir's bin)
 	PodCIDR          string        // default 10.88.0.0/16
 	Bridge           string        // node bridge for pod veths; default skiff0
 	ImagesDir        string        // every *.tar here is imported at start (airgap images, as k3s does)
@@ -114,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.ClusterDomain == "" {
 		cfg.ClusterDomain = clusterdns.DefaultDomain
 	}
-	rt, err := kruntime.New(ctx, kruntime.Options{Socket: cfg.ContainerdSocket, Root: filepath.Join(cfg.DataDir, "node"), PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge, Namespace: cfg.Namespace,
+	rt, err := kruntime.New(ctx, kruntime.Options{Socket: cfg.ContainerdSocket, CNIBinDir: cfg.CNIBinDir, Root: filepath.Join(cfg.DataDir, "node"), PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge, Namespace: cfg.Namespace,
 		RegistryConfigDir: cfg.RegistryConfig})
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/identity"
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/deploy/images/demo"
 	"github.com/skiff-sh/skiff/internal/tracing"
 )
 
@@ -78,14 +79,22 @@ func (n *nodeFlags) start(ctx context.Context, log *statelog.Log, informers *inf
 		fmt.Fprintf(os.Stderr, "skiff: no node agent here: %s\n", why)
 		return nil, nil
 	}
+	bin, err := carryNodeBinaries(dataDir)
+	if err != nil {
+		return nil, err
+	}
 	images := n.images
 	if images == "" {
+		// The default images directory always holds the demo's image, carried in this binary.
 		images = filepath.Join(dataDir, "images")
+		if err := demo.Write(images); err != nil {
+			return nil, fmt.Errorf("demo image: %w", err)
+		}
 	}
 	// The agent calls the API as its node (system:node:<name>); on secured NATS only it can.
 	client := &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: identity.NodeID(n.name).APISubject()}}
 	return agent.Start(ctx, agent.Config{Log: log, Informers: informers, Client: client, NATS: nc, Actors: actors, NodeName: n.name, DataDir: dataDir,
-		ContainerdSocket: n.containerd, PodCIDR: n.podCIDR, ImagesDir: images, RegistryConfig: n.registries, CgroupRoot: n.cgroup, Logger: logger,
+		ContainerdSocket: n.containerd, CNIBinDir: bin, PodCIDR: n.podCIDR, ImagesDir: images, RegistryConfig: n.registries, CgroupRoot: n.cgroup, Logger: logger,
 		NodeIP: n.nodeIP, Namespace: n.namespace, RenewInterval: n.leaseRenew, RoutePodCIDRs: n.routes, PodsViaAPI: n.podsViaAPI,
 		DNSListen: n.dnsListen, ClusterDNS: n.clusterDNS, ClusterDomain: n.domain})
 }

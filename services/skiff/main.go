@@ -7,9 +7,12 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/skiff-sh/skiff/internal/nodebin"
 )
 
 func main() {
+	nodebin.Run() // started as containerd, its shim or a CNI plugin: runs that and exits
 	if err := newRoot().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

@@ -101,7 +101,7 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 		}
 		if err != nil {
 			// The agent was only on by default (running as root): the control plane still serves.
-			fmt.Fprintf(os.Stderr, "skiff: running without a node agent: %v (install containerd, runc and the CNI plugins: .ci/deps/node.sh)\n", err)
+			fmt.Fprintf(os.Stderr, "skiff: running without a node agent: %v\n", err)
 		}
 		if a != nil {
 			defer a.Stop()
@@ -138,13 +138,29 @@ func runControlPlane(ctx context.Context, cfg controlplane.Config, node *nodeFla
 }
 
 // printNextCommands shows a new user the three steps after start, spelled as they started
-// skiff (`go run ./services/skiff` leaves a binary in the build cache, not on PATH).
+// skiff: `go run ./services/skiff` from the Go build cache (not on PATH), the binary's path
+// under the working directory (bin/skiff from `go tool task up`), else `skiff`.
 func printNextCommands(w io.Writer) {
-	self := "skiff"
-	if exe, err := os.Executable(); err == nil && strings.Contains(exe, "go-build") {
-		self = "go run ./services/skiff"
+	fmt.Fprintf(w, "next:\n  %[1]s apply -f deploy/examples/web.yaml\n  %[1]s get pods\n  %[1]s trace deploy/web\n", selfCommand())
+}
+
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "skiff"
 	}
-	fmt.Fprintf(w, "next:\n  %[1]s apply -f deploy/examples/web.yaml\n  %[1]s get pods\n  %[1]s trace deploy/web\n", self)
+	if cache := os.Getenv("GOCACHE"); strings.Contains(exe, "go-build") || (cache != "" && strings.HasPrefix(exe, cache)) {
+		return "go run ./services/skiff"
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, exe); err == nil && !strings.HasPrefix(rel, "..") {
+			if !strings.Contains(rel, "/") {
+				rel = "./" + rel // a name alone would be looked up on PATH
+			}
+			return rel
+		}
+	}
+	return "skiff"
 }
 
 // flushTraces gives the exporter a few seconds to send what is buffered.

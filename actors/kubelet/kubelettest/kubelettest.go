@@ -49,9 +49,10 @@ type Node struct {
 // StartNode starts containerd under a new temp dir, opens a runtime and imports the image.
 func StartNode(ctx context.Context) (n *Node, err error) {
 	n = &Node{}
+	started := n // what to clean up: the returns below set n to nil
 	defer func() {
 		if err != nil {
-			n.Close()
+			started.Close()
 		}
 	}()
 	// A short root keeps the socket path within the unix limit.

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/skiff-sh/skiff/internal/ocibuild"
+	"github.com/skiff-sh/skiff/testkit/nodebintest"
 )
 
 const testImage = "skiff.local/httpecho:test"
@@ -75,15 +76,10 @@ func (f *fixture) setup() {
 		f.skip = "needs root (network namespaces, containerd, runc)"
 		return
 	}
-	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc", "go"} {
+	// containerd, its shim and the CNI plugins are a skiff binary's entries (nodebintest).
+	for _, bin := range []string{"runc", "go"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			f.skip = bin + " not in PATH (run .ci/deps/node.sh)"
-			return
-		}
-	}
-	for _, p := range CNIPlugins {
-		if _, err := os.Stat(filepath.Join(defaultCNIBinDir, p)); err != nil {
-			f.skip = "CNI plugin " + p + " missing (run .ci/deps/node.sh)"
+			f.skip = bin + " not in PATH (apt-get install -y runc; Go)"
 			return
 		}
 	}
@@ -101,6 +97,10 @@ func (f *fixture) setup() {
 		return
 	}
 	mark("build+ocibuild")
+	bin, err := nodebintest.Carry(f.root)
+	if f.err = err; err != nil {
+		return
+	}
 	if f.daemon, f.err = StartContainerd(ctx, f.root); f.err != nil {
 		return
 	}
@@ -112,6 +112,7 @@ func (f *fixture) setup() {
 		Root:      filepath.Join(f.root, "node"),
 		Bridge:    "skt" + suffix,
 		PodCIDR:   fmt.Sprintf("10.213.%d.0/24", 1+int(suffix[0])%200),
+		CNIBinDir: bin,
 	}
 	if f.rt, f.err = New(ctx, f.opts); f.err != nil {
 		return

@@ -3,10 +3,15 @@
 package examples
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
 
 	"github.com/skiff-sh/skiff/internal/ocibuild"
 )
@@ -63,10 +68,35 @@ func buildStatic(dir, name string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/skiff-sh/skiff/deploy/images/"+name)
+	// Reproducible (no paths, build ID or VCS stamp): the same source gives the same image,
+	// which lets skiff carry it (deploy/images/demo) and a test check it is current.
+	cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w -buildid=", "-o", bin, "github.com/skiff-sh/skiff/deploy/images/"+name)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build %s: %v\n%s", name, err, out)
 	}
 	return bin, nil
+
+// HTTPEchoSource is a digest of httpecho's Go source (its non-test .go files), which an image
+// carried in the binary records, to tell when it needs building again whatever the toolchain.
+func HTTPEchoSource() (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	paths, err := filepath.Glob(filepath.Join(filepath.Dir(file), "..", "httpecho", "*.go"))
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(paths)
+	h := sha256.New()
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(p), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
