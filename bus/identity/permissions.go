@@ -118,9 +118,9 @@ func (id ID) Permissions(n Names) (natsserver.Permissions, error) {
 			"$KV."+n.LeaseBucket+".>",
 		)
 	case Node:
-		// The apiserver calls the node for logs and exec; the node answers on the request's
+		// The apiserver calls the node for logs, exec and usage; the node answers on the request's
 		// reply subject (Respond) and may receive nothing else.
-		p.SubAllow = append(p.SubAllow, NodeSubject(id.Node, "log"), NodeSubject(id.Node, "exec"))
+		p.SubAllow = append(p.SubAllow, NodeSubject(id.Node, "log"), NodeSubject(id.Node, "exec"), NodeSubject(id.Node, "metrics"))
 		p.Respond = true
 	}
 	return p, nil
