@@ -25,6 +25,10 @@ var (
 	servedGroups = []string{"", "apps", "batch", "discovery.k8s.io", "coordination.k8s.io", "policy", "storage.k8s.io"}
 )
 
+// metricsReader reads the resource metrics; view, edit and admin have it, as Kubernetes'
+// system:aggregated-metrics-reader is aggregated into them.
+var metricsReader = rule(read, []string{"metrics.k8s.io"}, []string{"pods", "nodes"})
+
 // exportSpans lets a component send its spans to the embedded span store (OTLP/HTTP path).
 var exportSpans = rbacv1.PolicyRule{Verbs: []string{"post"}, NonResourceURLs: []string{"/v1/traces"}}
 
@@ -57,6 +61,7 @@ func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
 		rule(read, []string{"policy"}, []string{"poddisruptionbudgets/status"}),
 		rule(read, []string{"apps"}, []string{"deployments/status", "replicasets/status", "daemonsets/status", "statefulsets/status"}),
 		rule(read, []string{"batch"}, []string{"jobs/status", "cronjobs/status"}),
+		metricsReader,
 	}, evict...)
 }
 
@@ -68,6 +73,8 @@ func BootstrapPolicy() []runtime.Object {
 		"admin":         {rule(all, all, all)},
 		"edit":          workloads(append(append([]string{}, read...), write...), true, true),
 		"view":          workloads(read, false, false),
+		// Kubernetes' name for the metrics reading that view, edit and admin also have.
+		"system:aggregated-metrics-reader": {metricsReader},
 		// Every user may ask what it may do and who it is (kubectl auth can-i, auth whoami).
 		"system:basic-user": {
 			rule([]string{"create"}, []string{"authorization.k8s.io"}, []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}),
