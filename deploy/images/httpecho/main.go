@@ -42,6 +42,7 @@ func main() {
 		port          = flag.String("port", envOr("PORT", "8080"), "TCP port for HTTP")
 		udpPort       = flag.String("udp-port", envOr("UDP_PORT", ""), "UDP echo port (default: the HTTP port)")
 		udpProbe      = flag.String("udp-probe", "", "send \"whoami\" to this UDP host:port, print the answer and who sent it, exit 0 on an answer")
+		burn          = flag.Duration("burn", envDuration("BURN"), "keep one CPU busy this long after the start, then idle (autoscaling tests)")
 	)
 	flag.Parse()
 	switch {
@@ -73,6 +74,9 @@ func main() {
 		log.Fatalf("listen udp: %v", err)
 	}
 	go udpEcho(pc, s.pod)
+	if *burn > 0 {
+		go burnCPU(*burn)
+	}
 	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -349,4 +353,14 @@ func envInt(k string, def int) int {
 func envDuration(k string) time.Duration {
 	d, _ := time.ParseDuration(os.Getenv(k))
 	return d
+}
+
+// burnCPU spins until d has passed, so the container's cgroup shows about one core of usage.
+func burnCPU(d time.Duration) {
+	end := time.Now().Add(d)
+	for n := 0; time.Now().Before(end); n++ {
+		for i := 0; i < 1e6; i++ {
+			n ^= i
+		}
+	}
 }
