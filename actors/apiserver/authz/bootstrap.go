@@ -22,7 +22,7 @@ var (
 	write = []string{"create", "update", "patch", "delete", "deletecollection"}
 	all   = []string{"*"}
 	// The groups Skiff serves, for rules that cover "everything of the built-in kinds".
-	servedGroups = []string{"", "apps", "batch", "discovery.k8s.io", "coordination.k8s.io", "policy", "storage.k8s.io"}
+	servedGroups = []string{"", "apps", "batch", "autoscaling", "discovery.k8s.io", "coordination.k8s.io", "policy", "storage.k8s.io"}
 )
 
 // metricsReader reads the resource metrics; view, edit and admin have it, as Kubernetes'
@@ -54,6 +54,7 @@ func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
 			"statefulsets", "statefulsets/scale"}),
 		rule(read, []string{"apps"}, []string{"controllerrevisions"}),
 		rule(verbs, []string{"batch"}, []string{"jobs", "cronjobs"}),
+		rule(verbs, []string{"autoscaling"}, []string{"horizontalpodautoscalers"}),
 		rule(verbs, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 		rule(verbs, []string{"coordination.k8s.io"}, []string{"leases"}),
 		rule(verbs, []string{"policy"}, []string{"poddisruptionbudgets"}),
@@ -61,6 +62,7 @@ func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
 		rule(read, []string{"policy"}, []string{"poddisruptionbudgets/status"}),
 		rule(read, []string{"apps"}, []string{"deployments/status", "replicasets/status", "daemonsets/status", "statefulsets/status"}),
 		rule(read, []string{"batch"}, []string{"jobs/status", "cronjobs/status"}),
+		rule(read, []string{"autoscaling"}, []string{"horizontalpodautoscalers/status"}),
 		metricsReader,
 	}, evict...)
 }
@@ -126,6 +128,7 @@ func BootstrapPolicy() []runtime.Object {
 			rule(all, []string{"apps"}, []string{"deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale",
 				"daemonsets", "daemonsets/status", "statefulsets", "statefulsets/status", "statefulsets/scale", "controllerrevisions"}),
 			rule(all, []string{"batch"}, []string{"jobs", "jobs/status", "cronjobs", "cronjobs/status"}),
+			rule(all, []string{"autoscaling"}, []string{"horizontalpodautoscalers", "horizontalpodautoscalers/status"}),
 			rule(all, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 			rule(all, []string{"coordination.k8s.io"}, []string{"leases"}),
 			rule([]string{"update", "patch"}, []string{"policy"}, []string{"poddisruptionbudgets/status"}),
