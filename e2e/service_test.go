@@ -31,6 +31,12 @@ type node struct {
 
 func startNode(t *testing.T) *node {
 	t.Helper()
+	return startNodeWith(t, func(*controlplane.Config) {}, func(*agent.Config) {})
+}
+
+// startNodeWith is startNode with the control plane's and the agent's settings changed.
+func startNodeWith(t *testing.T, cpConfig func(*controlplane.Config), agentConfig func(*agent.Config)) *node {
+	t.Helper()
 	if why := agent.Supported(); why != "" {
 		needs.Skip(t, why)
 	}
@@ -52,11 +58,13 @@ func startNode(t *testing.T) *node {
 	if _, err := examples.BuildHTTPEcho(images); err != nil {
 		t.Fatal(err)
 	}
-	cp := testutil.StartControlPlane(t)
+	cp := testutil.StartControlPlane(t, cpConfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	a, err := agent.Start(ctx, agent.Config{Log: cp.Log, Informers: cp.Informers, Client: cp.Client, NATS: cp.Conn, Actors: cp.Actors, NodeName: "e2e-node",
-		DataDir: dir, PodCIDR: "10.231.0.0/24", Bridge: "skiffe2e0", ImagesDir: images})
+	cfg := agent.Config{Log: cp.Log, Informers: cp.Informers, Client: cp.Client, NATS: cp.Conn, Actors: cp.Actors, NodeName: "e2e-node",
+		DataDir: dir, PodCIDR: "10.231.0.0/24", Bridge: "skiffe2e0", ImagesDir: images}
+	agentConfig(&cfg)
+	a, err := agent.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
