@@ -65,7 +65,7 @@ func (s *Server) serveResourceMetrics(w http.ResponseWriter, r *http.Request, in
 	return true
 }
 
-func (s *Server) resourceMetrics(ctx context.Context, k *schemas.Kind, info requestInfo, gr schema.GroupResource) (runtime.Object, error) {
+func (s *Server) resourceMetrics(ctx context.Context, k *schemas.Kind, info requestInfo, gr schema.GroupResource) (any, error) {
 	src := info
 	src.gv = k.GVK.GroupVersion()
 	var objs []runtime.Object
@@ -96,37 +96,38 @@ func (s *Server) resourceMetrics(ctx context.Context, k *schemas.Kind, info requ
 		}
 	}
 	usage := s.askNodes(ctx, nodes)
-	var items []runtime.Object
 	if info.resource == "nodes" {
-		list := &metricsv1beta1.NodeMetricsList{TypeMeta: metav1.TypeMeta{Kind: "NodeMetricsList", APIVersion: metricsGV.String()}, Items: []metricsv1beta1.NodeMetrics{}}
-		for _, o := range objs {
-			if m, ok := nodeMetrics(o.(*corev1.Node), usage); ok {
-				list.Items = append(list.Items, m)
-				items = append(items, &list.Items[len(list.Items)-1])
-			}
+		items := metricsOf(objs, func(o runtime.Object) (metricsv1beta1.NodeMetrics, bool) { return nodeMetrics(o.(*corev1.Node), usage) })
+		if info.verb == "get" {
+			return first(items, gr, info.name)
 		}
-		return pick(info, items, list, gr)
+		return &metricsv1beta1.NodeMetricsList{TypeMeta: metav1.TypeMeta{Kind: "NodeMetricsList", APIVersion: metricsGV.String()}, Items: items}, nil
 	}
 	byPod := containersByPod(usage)
-	list := &metricsv1beta1.PodMetricsList{TypeMeta: metav1.TypeMeta{Kind: "PodMetricsList", APIVersion: metricsGV.String()}, Items: []metricsv1beta1.PodMetrics{}}
-	for _, o := range objs {
-		if m, ok := podMetrics(o.(*corev1.Pod), byPod); ok {
-			list.Items = append(list.Items, m)
-			items = append(items, &list.Items[len(list.Items)-1])
-		}
+	items := metricsOf(objs, func(o runtime.Object) (metricsv1beta1.PodMetrics, bool) { return podMetrics(o.(*corev1.Pod), byPod) })
+	if info.verb == "get" {
+		return first(items, gr, info.name)
 	}
-	return pick(info, items, list, gr)
+	return &metricsv1beta1.PodMetricsList{TypeMeta: metav1.TypeMeta{Kind: "PodMetricsList", APIVersion: metricsGV.String()}, Items: items}, nil
 }
 
-// pick is the list, or for a get its one item (not found when the node had no figures yet).
-func pick(info requestInfo, items []runtime.Object, list runtime.Object, gr schema.GroupResource) (runtime.Object, error) {
-	if info.verb == "list" {
-		return list, nil
+// metricsOf is the metrics f makes of objs, leaving out those without figures.
+func metricsOf[T any](objs []runtime.Object, f func(runtime.Object) (T, bool)) []T {
+	out := []T{}
+	for _, o := range objs {
+		if m, ok := f(o); ok {
+			out = append(out, m)
+		}
 	}
+	return out
+}
+
+// first is a get's one item: not found when its node had no figures yet.
+func first[T any](items []T, gr schema.GroupResource, name string) (any, error) {
 	if len(items) == 0 {
-		return nil, apierrors.NewNotFound(gr, info.name)
+		return nil, apierrors.NewNotFound(gr, name)
 	}
-	return items[0], nil
+	return &items[0], nil
 }
 
 // askNodes asks each node for its latest figures at once; a node that fails is left out.

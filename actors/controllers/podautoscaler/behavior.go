@@ -73,13 +73,13 @@ func (h *history) stabilize(now time.Time, current, desired int32, l limits) int
 func (h *history) limitRate(now time.Time, current, stabilized int32, l limits) decision {
 	switch {
 	case stabilized > current:
-		limit := max(scaleUpLimit(current, h.changes(now, h.up, l.up), l.up), current)
+		limit := max(policyLimit(current, h.changes(now, h.up, l.up), l.up, true), current)
 		if l.max > limit {
 			return bound(stabilized, limit, "ScaleUpLimit", "the desired replica count is increasing faster than the maximum scale rate", true)
 		}
 		return bound(stabilized, l.max, "TooManyReplicas", "the desired replica count is more than the maximum replica count", true)
 	case stabilized < current:
-		limit := min(scaleDownLimit(current, h.changes(now, h.down, l.down), l.down), current)
+		limit := min(policyLimit(current, h.changes(now, h.down, l.down), l.down, false), current)
 		if l.min < limit {
 			return bound(stabilized, limit, "ScaleDownLimit", "the desired replica count is decreasing faster than the maximum scale rate", false)
 		}
@@ -106,6 +106,10 @@ func bound(want, limit int32, reason, msg string, up bool) decision {
 func (h *history) changes(now time.Time, events []scaleEvent, r *autoscalingv2.HPAScalingRules) map[int32]int32 {
 	out := map[int32]int32{}
 	for _, p := range r.Policies {
+		if _, done := out[p.PeriodSeconds]; done {
+			continue // policies may share a period (both default scale-up ones do)
+		}
+		out[p.PeriodSeconds] = 0
 		period := time.Duration(p.PeriodSeconds) * time.Second
 		for _, e := range events {
 			if now.Sub(e.at) < period {
@@ -116,58 +120,37 @@ func (h *history) changes(now time.Time, events []scaleEvent, r *autoscalingv2.H
 	return out
 }
 
-// scaleUpLimit is the most replicas the policies allow now: from each period's start count,
-// Pods adds value, Percent grows by value%; Max takes the largest, Min the smallest.
-func scaleUpLimit(current int32, changed map[int32]int32, r *autoscalingv2.HPAScalingRules) int32 {
+// policyLimit is how far the rules let the count go from current now: each policy's change
+// from the count at its period's start (Pods adds or removes value, Percent grows by value%,
+// rounding up, or shrinks by it, rounding down); Max selects the largest change, Min the
+// smallest, Disabled none.
+func policyLimit(current int32, changed map[int32]int32, r *autoscalingv2.HPAScalingRules, up bool) int32 {
 	if *r.SelectPolicy == autoscalingv2.DisabledPolicySelect {
 		return current
 	}
-	result := int32(math.MinInt32)
-	if *r.SelectPolicy == autoscalingv2.MinChangePolicySelect {
-		result = math.MaxInt32
+	sign := int32(1)
+	if !up {
+		sign = -1
 	}
-	for _, p := range r.Policies {
-		start := current - changed[p.PeriodSeconds]
+	// The largest change up is the most replicas, down the fewest.
+	most := up == (*r.SelectPolicy != autoscalingv2.MinChangePolicySelect)
+	var result int32
+	for i, p := range r.Policies {
+		start := current - sign*changed[p.PeriodSeconds]
 		var proposed int32
-		if p.Type == autoscalingv2.PodsScalingPolicy {
-			proposed = start + p.Value
-		} else {
+		switch {
+		case p.Type == autoscalingv2.PodsScalingPolicy:
+			proposed = start + sign*p.Value
+		case up:
 			proposed = int32(math.Ceil(float64(start) * (1 + float64(p.Value)/100)))
-		}
-		result = pick(*r.SelectPolicy == autoscalingv2.MinChangePolicySelect, result, proposed)
-	}
-	return result
-}
-
-// scaleDownLimit is the fewest replicas the policies allow now; Max allows the largest change
-// (the fewest replicas), Min the smallest.
-func scaleDownLimit(current int32, changed map[int32]int32, r *autoscalingv2.HPAScalingRules) int32 {
-	if *r.SelectPolicy == autoscalingv2.DisabledPolicySelect {
-		return current
-	}
-	result := int32(math.MaxInt32)
-	if *r.SelectPolicy == autoscalingv2.MinChangePolicySelect {
-		result = math.MinInt32
-	}
-	for _, p := range r.Policies {
-		start := current + changed[p.PeriodSeconds]
-		var proposed int32
-		if p.Type == autoscalingv2.PodsScalingPolicy {
-			proposed = start - p.Value
-		} else {
+		default:
 			proposed = int32(float64(start) * (1 - float64(p.Value)/100))
 		}
-		result = pick(*r.SelectPolicy != autoscalingv2.MinChangePolicySelect, result, proposed)
+		if i == 0 || (most && proposed > result) || (!most && proposed < result) {
+			result = proposed
+		}
 	}
 	return result
-}
-
-// pick is the smaller of a and b when smaller is set, else the larger.
-func pick(smaller bool, a, b int32) int32 {
-	if smaller {
-		return min(a, b)
-	}
-	return max(a, b)
 }
 
 // record keeps a scale change for the rate policies, dropping events older than the longest

@@ -58,9 +58,16 @@ func TestScaleUpRateByDefaultPolicies(t *testing.T) {
 	if d := decide(h, t0, 1, 40, l); d.replicas != 5 || d.reason != "ScaleUpLimit" {
 		t.Fatalf("%+v; want 5 by ScaleUpLimit", d)
 	}
-	// Within the same 15 s period the budget is spent.
+	// Within the same 15 s period the budget is spent: from the period's start (1), +4 is 5.
 	if d := decide(h, t0.Add(5*time.Second), 5, 40, l); d.replicas != 5 {
 		t.Fatalf("+5s: %+v; want 5", d)
+	}
+	// Both default policies share the 15 s period; its one change counts once: from 2 at the
+	// period's start, +4 (6) beats +100% (4).
+	h2 := &history{}
+	decide(h2, t0, 2, 3, l)
+	if d := decide(h2, t0.Add(5*time.Second), 3, 40, l); d.replicas != 6 {
+		t.Fatalf("shared period: %+v; want 6", d)
 	}
 	// A new period: from 5, +100% (10) beats +4 (9).
 	if d := decide(h, t0.Add(16*time.Second), 5, 40, l); d.replicas != 10 {
