@@ -1,12 +1,13 @@
 package stats
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 )
 
 // Cgroups reads cumulative CPU time and the memory working set from a cgroup filesystem, v1
@@ -39,7 +40,7 @@ func (c Cgroups) Read(rel string) (reading, error) {
 	if err != nil {
 		return reading{}, err
 	}
-	inactive, err := readKey(filepath.Join(mem, "memory.stat"), "total_inactive_file")
+	inactive, err := kruntime.ReadStatKey(filepath.Join(mem, "memory.stat"), "total_inactive_file")
 	if err != nil {
 		return reading{}, err
 	}
@@ -48,7 +49,7 @@ func (c Cgroups) Read(rel string) (reading, error) {
 
 func (c Cgroups) readV2(rel string) (reading, error) {
 	dir := filepath.Join(c.Root, rel)
-	usec, err := readKey(filepath.Join(dir, "cpu.stat"), "usage_usec")
+	usec, err := kruntime.ReadStatKey(filepath.Join(dir, "cpu.stat"), "usage_usec")
 	if err != nil {
 		return reading{}, err
 	}
@@ -57,14 +58,14 @@ func (c Cgroups) readV2(rel string) (reading, error) {
 		// The root has no memory.current: used is total less free, as cadvisor takes it.
 		m := c.Meminfo
 		var total, free uint64
-		if total, err = readKey(m, "MemTotal:"); err == nil {
-			if free, err = readKey(m, "MemFree:"); err == nil {
-				inactive, err = readKey(m, "Inactive(file):")
+		if total, err = kruntime.ReadStatKey(m, "MemTotal:"); err == nil {
+			if free, err = kruntime.ReadStatKey(m, "MemFree:"); err == nil {
+				inactive, err = kruntime.ReadStatKey(m, "Inactive(file):")
 			}
 		}
 		usage, inactive = less(total, free)*1024, inactive*1024
 	} else if usage, err = readUint(filepath.Join(dir, "memory.current")); err == nil {
-		inactive, err = readKey(filepath.Join(dir, "memory.stat"), "inactive_file")
+		inactive, err = kruntime.ReadStatKey(filepath.Join(dir, "memory.stat"), "inactive_file")
 	}
 	if err != nil {
 		return reading{}, err
@@ -89,28 +90,4 @@ func readUint(file string) (uint64, error) {
 		return 0, fmt.Errorf("%s: %w", file, err)
 	}
 	return v, nil
-}
-
-// readKey is the value of a "key value" line (memory.stat, cpu.stat, /proc/meminfo).
-func readKey(file, key string) (uint64, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == key {
-			v, err := strconv.ParseUint(fields[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s %s: %w", file, key, err)
-			}
-			return v, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("%s has no %s", file, key)
 }
