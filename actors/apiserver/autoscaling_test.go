@@ -63,3 +63,26 @@ func TestHorizontalPodAutoscalerValidationAndDefaults(t *testing.T) {
 		t.Fatalf("defaults: %s", b)
 	}
 }
+
+// kubectl autoscale creates an autoscaling/v2 HPA (its first choice) that kubectl get and
+// describe show; with no controller running here, the targets read <unknown>.
+func TestKubectlAutoscale(t *testing.T) {
+	_, cp := newAPI(t)
+	kubectl := kubectlEnv(t, cp.URL())
+	if out, err := kubectl("create", "deployment", "web", "--image=img:1"); err != nil {
+		t.Fatalf("create deployment: %v\n%s", err, out)
+	}
+	out, err := kubectl("autoscale", "deployment", "web", "--cpu-percent=50", "--min=2", "--max=5")
+	if err != nil || !strings.Contains(out, "horizontalpodautoscaler.autoscaling/web autoscaled") {
+		t.Fatalf("autoscale: %v\n%s", err, out)
+	}
+	out, err = kubectl("get", "hpa")
+	if err != nil || !strings.Contains(out, "REFERENCE") || !strings.Contains(out, "Deployment/web") || !strings.Contains(out, "cpu: <unknown>/50%") ||
+		!strings.Contains(out, "MINPODS") || !strings.Contains(out, " 2 ") || !strings.Contains(out, " 5 ") {
+		t.Fatalf("get hpa: %v\n%s", err, out)
+	}
+	out, err = kubectl("describe", "hpa", "web")
+	if err != nil || !strings.Contains(out, "Reference:") || !strings.Contains(out, "Deployment/web") || !strings.Contains(out, "Max replicas:") {
+		t.Fatalf("describe hpa: %v\n%s", err, out)
+	}
+}
