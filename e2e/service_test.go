@@ -32,6 +32,12 @@ type node struct {
 // startNode starts a control plane and a node agent; opts adjust the agent's configuration.
 func startNode(t *testing.T, opts ...func(*agent.Config)) *node {
 	t.Helper()
+	return startNodeWith(t, func(*controlplane.Config) {}, opts...)
+}
+
+// startNodeWith is startNode with the control plane's and the agent's settings changed.
+func startNodeWith(t *testing.T, cpConfig func(*controlplane.Config), opts ...func(*agent.Config)) *node {
+	t.Helper()
 	if why := agent.Supported(); why != "" {
 		needs.Skip(t, why)
 	}
@@ -53,7 +59,7 @@ func startNode(t *testing.T, opts ...func(*agent.Config)) *node {
 	if _, err := examples.BuildHTTPEcho(images); err != nil {
 		t.Fatal(err)
 	}
-	cp := testutil.StartControlPlane(t)
+	cp := testutil.StartControlPlane(t, cpConfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := agent.Config{Log: cp.Log, Informers: cp.Informers, Client: cp.Client, NATS: cp.Conn, Actors: cp.Actors, NodeName: "e2e-node",

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,7 @@ var (
 	coordinates = coordinationv1.SchemeGroupVersion
 	rbac        = rbacv1.SchemeGroupVersion
 	batch       = batchv1.SchemeGroupVersion
+	autoscaling = autoscalingv2.SchemeGroupVersion
 	policy      = policyv1.SchemeGroupVersion
 	apiext      = apiextensionsv1.SchemeGroupVersion
 	storage     = storagev1.SchemeGroupVersion
@@ -115,6 +117,9 @@ var kinds = []*Kind{
 	{GVK: batch.WithKind("CronJob"), Resource: "cronjobs", Singular: "cronjob", ShortNames: []string{"cj"}, Namespaced: true,
 		Subresources: []string{"status"},
 		New:          func() runtime.Object { return &batchv1.CronJob{} }, NewList: func() runtime.Object { return &batchv1.CronJobList{} }},
+	{GVK: autoscaling.WithKind("HorizontalPodAutoscaler"), Resource: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler", ShortNames: []string{"hpa"}, Namespaced: true,
+		Subresources: []string{"status"},
+		New:          func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} }, NewList: func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscalerList{} }},
 	{GVK: discovery.WithKind("EndpointSlice"), Resource: "endpointslices", Singular: "endpointslice", Namespaced: true,
 		New: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }},
 	{GVK: core.WithKind("Endpoints"), Resource: "endpoints", Singular: "endpoints", ShortNames: []string{"ep"}, Namespaced: true,

@@ -24,6 +24,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/kubelet"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 	"github.com/skiff-sh/skiff/actors/netpol"
+	"github.com/skiff-sh/skiff/actors/kubelet/stats"
 	"github.com/skiff-sh/skiff/actors/proxy"
 	"github.com/skiff-sh/skiff/actors/routes"
 	"github.com/skiff-sh/skiff/bus/statelog"
@@ -50,6 +51,7 @@ type Config struct {
 	NodeIP           string        // InternalIP; "" = the first non-loopback IPv4
 	Namespace        string        // containerd namespace the node's pods live in (and their cgroup parent); default "skiff"
 	RenewInterval    time.Duration // node lease renewal; 0 = the kubelet's default (10 s)
+	StatsInterval    time.Duration // cgroup sampling for the metrics API; 0 = 10 s
 	// RoutePodCIDRs programs a route to every other Ready node's pod CIDR via its InternalIP
 	// (nodes on one L2 segment; see actors/routes).
 	RoutePodCIDRs bool
@@ -77,6 +79,7 @@ type Agent struct {
 	Proxy   *proxy.Proxy
 	Policy  *netpol.Enforcer
 	DNS     *clusterdns.Server
+	Stats   *stats.Sampler // the node's resource usage, served to the metrics API
 	pids    []*actorkit.PID
 	actors  *actorkit.System
 	subs    []*nats.Subscription
@@ -200,8 +203,15 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.pids = append(a.pids, pid)
+	a.Stats = stats.New(stats.Config{Cgroups: stats.Cgroups{Root: "/sys/fs/cgroup", V2: rt.CgroupV2(), Meminfo: "/proc/meminfo"},
+		Containers: rt.Running, Interval: cfg.StatsInterval, Logger: cfg.Logger})
+	if pid, err = cfg.Actors.Spawn("stats", a.Stats.Producer()); err != nil {
+		a.Stop()
+		return nil, err
+	}
+	a.pids = append(a.pids, pid)
 	if cfg.NATS != nil {
-		if a.subs, err = serveNodeAPI(cfg.NATS, cfg.NodeName, rt); err != nil {
+		if a.subs, err = serveNodeAPI(cfg.NATS, cfg.NodeName, rt, a.Stats); err != nil {
 			a.Stop()
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"github.com/skiff-sh/skiff/actors/kubelet/stats"
 	"github.com/skiff-sh/skiff/actors/nodeapi"
 	"github.com/skiff-sh/skiff/bus/rpc"
 )
@@ -17,8 +18,8 @@ import (
 // maxLogChunk bounds one log reply well under the NATS payload limit.
 const maxLogChunk = 1 << 20
 
-// serveNodeAPI answers logs, exec and interactive sessions for this node's containers.
-func serveNodeAPI(nc *nats.Conn, node string, rt *kruntime.Runtime) ([]*nats.Subscription, error) {
+// serveNodeAPI answers logs, exec, interactive sessions and resource usage for this node's containers.
+func serveNodeAPI(nc *nats.Conn, node string, rt *kruntime.Runtime, sampler *stats.Sampler) ([]*nats.Subscription, error) {
 	logs, err := rpc.Serve(nc, nodeapi.LogSubject(node), "", nodeapi.Handle(func(ctx context.Context, r nodeapi.LogRequest) (nodeapi.LogReply, error) {
 		return readLog(ctx, rt, r)
 	}))
@@ -44,7 +45,16 @@ func serveNodeAPI(nc *nats.Conn, node string, rt *kruntime.Runtime) ([]*nats.Sub
 		_ = exec.Unsubscribe()
 		return nil, err
 	}
-	return []*nats.Subscription{logs, exec, open}, nil
+	metrics, err := rpc.Serve(nc, nodeapi.MetricsSubject(node), "", nodeapi.Handle(func(context.Context, nodeapi.MetricsRequest) (nodeapi.MetricsReply, error) {
+		return sampler.Latest(), nil
+	}))
+	if err != nil {
+		_ = logs.Unsubscribe()
+		_ = exec.Unsubscribe()
+		_ = open.Unsubscribe()
+		return nil, err
+	}
+	return []*nats.Subscription{logs, exec, open, metrics}, nil
 }
 
 // findContainer is the newest attempt of a pod's container.

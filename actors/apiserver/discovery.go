@@ -46,9 +46,12 @@ func groupVersions() []schema.GroupVersion {
 			out = append(out, gv)
 		}
 	}
-	for gv := range reviewResources {
-		if !seen[gv] {
-			out = append(out, gv)
+	for _, extra := range []map[schema.GroupVersion][]metav1.APIResource{reviewResources, metricsResources} {
+		for gv := range extra {
+			if !seen[gv] {
+				seen[gv] = true
+				out = append(out, gv)
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Group < out[j].Group })
@@ -133,6 +136,7 @@ func resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		}
 	}
 	out = append(out, reviewResources[gv]...)
+	out = append(out, metricsResources[gv]...)
 	if out == nil {
 		return nil
 	}

@@ -202,7 +202,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNotServed)
 		return
 	}
-	if s.serveReview(w, r, info) {
+	if s.serveReview(w, r, info) || s.serveResourceMetrics(w, r, info) {
 		return
 	}
 	k, found := schemas.ByResource(info.gv.Group, info.gv.Version, info.resource)

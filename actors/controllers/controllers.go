@@ -20,6 +20,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/job"
 	"github.com/skiff-sh/skiff/actors/controllers/nodelifecycle"
 	"github.com/skiff-sh/skiff/actors/controllers/persistentvolume"
+	"github.com/skiff-sh/skiff/actors/controllers/podautoscaler"
 	"github.com/skiff-sh/skiff/actors/controllers/pvcprotection"
 	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
 	"github.com/skiff-sh/skiff/actors/controllers/serviceaccount"
@@ -49,10 +50,11 @@ const (
 	PersistentVolume = "persistentvolume-binder"
 	PVCProtection    = "pvc-protection"
 	ServiceLB        = "service-lb"
+	PodAutoscaler    = "horizontalpodautoscaling"
 )
 
 // All lists every controller.
-var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints, StatefulSet, PersistentVolume, PVCProtection, ServiceLB}
+var All = []string{Deployment, ReplicaSet, GarbageCollector, NodeLifecycle, EndpointSlice, DaemonSet, ServiceAccount, RootCAPublisher, Job, CronJob, TTLAfterFinished, Disruption, Endpoints, StatefulSet, PersistentVolume, PVCProtection, ServiceLB, PodAutoscaler}
 
 // Options tune the controllers; zero values take Kubernetes' defaults.
 type Options struct {
@@ -65,8 +67,9 @@ type Options struct {
 	// RootCA (PEM) is what the root CA publisher puts in every namespace's kube-root-ca.crt:
 	// the CA the apiserver's serving certificate chains to (kube's --root-ca-file). Without
 	// one (an API served without TLS) that controller is not started.
-	RootCA     []byte
-	JobBackoff time.Duration // delay after a Job's first failed pod, doubling per failure (10 s)
+	RootCA        []byte
+	JobBackoff    time.Duration // delay after a Job's first failed pod, doubling per failure (10 s)
+	HPASyncPeriod time.Duration // how often each HorizontalPodAutoscaler is evaluated (15 s)
 }
 
 // Deps are what every controller needs.
@@ -115,6 +118,8 @@ func Start(sys *actorkit.System, d Deps, names []string, o Options) ([]*actorkit
 			producers[i] = cronjob.New(cronjob.Config{Informers: d.Informers, Client: d.Client, Workers: o.Workers, Logger: d.Logger})
 		case TTLAfterFinished:
 			producers[i] = ttlafterfinished.New(cfg)
+		case PodAutoscaler:
+			producers[i] = podautoscaler.New(podautoscaler.Config{Informers: d.Informers, Client: d.Client, Workers: o.Workers, Logger: d.Logger, SyncPeriod: o.HPASyncPeriod})
 		case Disruption:
 			producers[i] = disruption.New(cfg)
 		case Endpoints:

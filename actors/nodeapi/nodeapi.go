@@ -1,13 +1,14 @@
 // Package nodeapi is the small request/reply API each node agent serves over NATS for what only
-// the node can answer: container logs, exec, and the opening of interactive sessions (exec,
-// attach, port-forward) whose bytes then flow as package stream's frames. The apiserver's
-// pods/log, pods/exec, pods/attach and pods/portforward subresources are its callers, so
-// clients meet it through the Kubernetes API.
+// the node can answer: container logs, exec, resource usage, and the opening of interactive
+// sessions (exec, attach, port-forward) whose bytes then flow as package stream's frames. The
+// apiserver's pods/log, pods/exec, pods/attach and pods/portforward subresources and its
+// metrics.k8s.io API are its callers, so clients meet it through the Kubernetes API.
 package nodeapi
 
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -114,4 +115,32 @@ func Handle[Req, Rep any](f func(context.Context, Req) (Rep, error)) rpc.Handler
 		out, err := json.Marshal(rep)
 		return out, nil, err
 	}
+}
+
+// MetricsSubject is where node `node` answers its latest resource usage sample.
+func MetricsSubject(node string) string { return identity.NodeSubject(node, "metrics") }
+
+// MetricsRequest asks for the node's latest usage and its running containers'.
+type MetricsRequest struct{}
+
+// Usage is CPU and memory over one sampling window, as the metrics API reports it: CPU is the
+// average rate over [Timestamp-Window, Timestamp], memory the working set at Timestamp.
+type Usage struct {
+	Timestamp    time.Time     `json:"timestamp"`
+	Window       time.Duration `json:"window"`
+	CPUNanoCores uint64        `json:"cpuNanoCores"`
+	MemoryBytes  uint64        `json:"memoryBytes"`
+}
+
+// ContainerUsage is one running container's Usage.
+type ContainerUsage struct {
+	PodUID string `json:"podUID"`
+	Name   string `json:"name"`
+	Usage
+}
+
+// MetricsReply is the node's usage (nil before it has two samples) and its containers'.
+type MetricsReply struct {
+	Node       *Usage           `json:"node,omitempty"`
+	Containers []ContainerUsage `json:"containers,omitempty"`
 }

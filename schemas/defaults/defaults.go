@@ -4,6 +4,7 @@ package defaults
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,8 @@ func Default(obj runtime.Object) {
 		Job(o)
 	case *batchv1.CronJob:
 		CronJob(o)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		HorizontalPodAutoscaler(o)
 	case *discoveryv1.EndpointSlice:
 		EndpointSlice(o)
 	case *corev1.Endpoints:

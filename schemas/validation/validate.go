@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,8 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return Job(o)
 	case *batchv1.CronJob:
 		return CronJob(o)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		return HorizontalPodAutoscaler(o)
 	case *discoveryv1.EndpointSlice:
 		return EndpointSlice(o)
 	case *coordinationv1.Lease:
@@ -128,6 +131,10 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 		}
 	case *corev1.ServiceAccount:
 		if o, ok := oldObj.(*corev1.ServiceAccount); ok {
+			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+		}
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		if o, ok := oldObj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
 			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
 		}
 	case *corev1.PersistentVolume:

@@ -22,8 +22,12 @@ var (
 	write = []string{"create", "update", "patch", "delete", "deletecollection"}
 	all   = []string{"*"}
 	// The groups Skiff serves, for rules that cover "everything of the built-in kinds".
-	servedGroups = []string{"", "apps", "batch", "discovery.k8s.io", "coordination.k8s.io", "policy", "storage.k8s.io", "networking.k8s.io"}
+	servedGroups = []string{"", "apps", "batch", "autoscaling", "discovery.k8s.io", "coordination.k8s.io", "policy", "storage.k8s.io", "networking.k8s.io"}
 )
+
+// metricsReader reads the resource metrics; view, edit and admin have it, as Kubernetes'
+// system:aggregated-metrics-reader is aggregated into them.
+var metricsReader = rule(read, []string{"metrics.k8s.io"}, []string{"pods", "nodes"})
 
 // exportSpans lets a component send its spans to the embedded span store (OTLP/HTTP path).
 var exportSpans = rbacv1.PolicyRule{Verbs: []string{"post"}, NonResourceURLs: []string{"/v1/traces"}}
@@ -50,6 +54,7 @@ func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
 			"statefulsets", "statefulsets/scale"}),
 		rule(read, []string{"apps"}, []string{"controllerrevisions"}),
 		rule(verbs, []string{"batch"}, []string{"jobs", "cronjobs"}),
+		rule(verbs, []string{"autoscaling"}, []string{"horizontalpodautoscalers"}),
 		rule(verbs, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 		rule(verbs, []string{"coordination.k8s.io"}, []string{"leases"}),
 		rule(verbs, []string{"policy"}, []string{"poddisruptionbudgets"}),
@@ -58,6 +63,8 @@ func workloads(verbs []string, withSecrets, withExec bool) []rbacv1.PolicyRule {
 		rule(read, []string{"policy"}, []string{"poddisruptionbudgets/status"}),
 		rule(read, []string{"apps"}, []string{"deployments/status", "replicasets/status", "daemonsets/status", "statefulsets/status"}),
 		rule(read, []string{"batch"}, []string{"jobs/status", "cronjobs/status"}),
+		rule(read, []string{"autoscaling"}, []string{"horizontalpodautoscalers/status"}),
+		metricsReader,
 	}, evict...)
 }
 
@@ -69,6 +76,8 @@ func BootstrapPolicy() []runtime.Object {
 		"admin":         {rule(all, all, all)},
 		"edit":          workloads(append(append([]string{}, read...), write...), true, true),
 		"view":          workloads(read, false, false),
+		// Kubernetes' name for the metrics reading that view, edit and admin also have.
+		"system:aggregated-metrics-reader": {metricsReader},
 		// Every user may ask what it may do and who it is (kubectl auth can-i, auth whoami).
 		"system:basic-user": {
 			rule([]string{"create"}, []string{"authorization.k8s.io"}, []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}),
@@ -120,6 +129,7 @@ func BootstrapPolicy() []runtime.Object {
 			rule(all, []string{"apps"}, []string{"deployments", "deployments/status", "deployments/scale", "replicasets", "replicasets/status", "replicasets/scale",
 				"daemonsets", "daemonsets/status", "statefulsets", "statefulsets/status", "statefulsets/scale", "controllerrevisions"}),
 			rule(all, []string{"batch"}, []string{"jobs", "jobs/status", "cronjobs", "cronjobs/status"}),
+			rule(all, []string{"autoscaling"}, []string{"horizontalpodautoscalers", "horizontalpodautoscalers/status"}),
 			rule(all, []string{"discovery.k8s.io"}, []string{"endpointslices"}),
 			rule(all, []string{"coordination.k8s.io"}, []string{"leases"}),
 			rule([]string{"update", "patch"}, []string{"policy"}, []string{"poddisruptionbudgets/status"}),

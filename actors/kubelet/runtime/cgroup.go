@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"path/filepath"
@@ -65,19 +64,8 @@ func (r *Runtime) oomKilled(cgroup string) bool {
 }
 
 func readCounter(file, key string) (int64, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if ok && k == key {
-			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		}
-	}
-	return 0, errors.New(key + " not found in " + file)
+	v, err := ReadStatKey(file, key)
+	return int64(v), err
 }
 
 // removePodCgroups removes the pod's parent cgroup (runc removes only the

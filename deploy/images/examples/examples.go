@@ -76,6 +76,7 @@ func buildStatic(dir, name string) (string, error) {
 		return "", fmt.Errorf("build %s: %v\n%s", name, err, out)
 	}
 	return bin, nil
+}
 
 // HTTPEchoSource is a digest of httpecho's Go source (its non-test .go files), which an image
 // carried in the binary records, to tell when it needs building again whatever the toolchain.

@@ -49,6 +49,7 @@ func main() {
 		resolve       = flag.String("resolve", "", "look this name up with Go's resolver (the pod's resolv.conf: search path, ndots), print the answers one a line, exit 0 on an answer")
 		resolveType   = flag.String("resolve-type", "A", "-resolve's record type: A (every address), CNAME or SRV (NAME is _port._proto.service)")
 		interactive   = flag.Bool("interactive", false, "answer stdin line by line, reporting the terminal and its size (exec tests)")
+		burn          = flag.Duration("burn", envDuration("BURN"), "keep one CPU busy this long after the start, then idle (autoscaling tests)")
 	)
 	flag.Parse()
 	switch {
@@ -84,6 +85,9 @@ func main() {
 		log.Fatalf("listen udp: %v", err)
 	}
 	go udpEcho(pc, s.pod)
+	if *burn > 0 {
+		go burnCPU(*burn)
+	}
 	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -365,4 +369,14 @@ func envInt(k string, def int) int {
 func envDuration(k string) time.Duration {
 	d, _ := time.ParseDuration(os.Getenv(k))
 	return d
+}
+
+// burnCPU spins until d has passed, so the container's cgroup shows about one core of usage.
+func burnCPU(d time.Duration) {
+	end := time.Now().Add(d)
+	for n := 0; time.Now().Before(end); n++ {
+		for i := 0; i < 1e6; i++ {
+			n ^= i
+		}
+	}
 }
