@@ -145,7 +145,7 @@ func attachOutput(rt *kruntime.Runtime, c kruntime.ContainerStatus, s *stream.Se
 		case <-time.After(attachPoll):
 		}
 		// A restart is a new container (the attempt is in its id) with a new log.
-		if !rt.Running(context.Background(), c.ID) {
+		if !rt.IsRunning(context.Background(), c.ID) {
 			_, _ = io.Copy(out, f) // what it wrote before it stopped
 			_ = out.Close()
 			return stream.ExitStatus{}

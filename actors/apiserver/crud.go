@@ -352,8 +352,12 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 			}
 			return obj, casWritten, nil
 		}
+		data, err := encodeForStorage(next)
+		if err != nil {
+			return nil, casDecided, apierrors.NewInternalError(err)
+		}
 		// A stale stored form (a Secret from before encryption) is written even unchanged.
-		if !changed(cur, next) && !s.log.Stale(key) {
+		if !changedFrom(cur, data) && !s.log.Stale(key) {
 			return cur, casDecided, nil
 		}
 		undo, done, err := s.reallocateFor(ctx, k, cur, next, wo.dryRun)
@@ -362,11 +366,6 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 		}
 		if wo.dryRun {
 			return next, casDecided, nil
-		}
-		data, err := encodeForStorage(next)
-		if err != nil {
-			undo()
-			return nil, casDecided, apierrors.NewInternalError(err)
 		}
 		rev, err := s.log.Update(wctx, key, data, curRev, traceHeader(ctx))
 		if err != nil {
@@ -426,9 +425,14 @@ func conflict(k *schemas.Kind, name string) error {
 
 // changed compares the stored forms (revision excluded), so a no-op write writes nothing.
 func changed(cur, next runtime.Object) bool {
-	a, err1 := encodeForStorage(cur)
-	b, err2 := encodeForStorage(next)
-	return err1 != nil || err2 != nil || string(a) != string(b)
+	b, err := encodeForStorage(next)
+	return err != nil || changedFrom(cur, b)
+}
+
+// changedFrom is changed with next already in its stored form.
+func changedFrom(cur runtime.Object, next []byte) bool {
+	a, err := encodeForStorage(cur)
+	return err != nil || !bytes.Equal(a, next)
 }
 
 // prepareUpdate carries over what the client may not change, applies subresource rules,

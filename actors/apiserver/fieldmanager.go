@@ -129,12 +129,17 @@ func trackUpdate(k *schemas.Kind, sub string, live, next runtime.Object, wo writ
 	if wo.trackAs != "" {
 		sub = wo.trackAs
 	}
+	manager := managerOf(wo)
+	if fields, ok := ownedUpdate(k, sub, live, next, manager); ok {
+		mustMeta(next).SetManagedFields(fields)
+		return next
+	}
 	fm, err := fieldManagerFor(k, sub)
 	if err != nil {
 		mustMeta(next).SetManagedFields(mustMeta(live).GetManagedFields())
 		return next
 	}
-	return fm.UpdateNoErrors(live, next, managerOf(wo))
+	return fm.UpdateNoErrors(live, next, manager)
 }
 
 // managerOf is the request's field manager: its fieldManager parameter, else its User-Agent up

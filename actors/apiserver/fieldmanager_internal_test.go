@@ -3,10 +3,13 @@ package apiserver
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
+	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/schemas"
 )
@@ -36,4 +39,20 @@ func BenchmarkTrackStatusUpdate(b *testing.B) {
 	before, _ := json.Marshal(next)
 	after, _ := json.Marshal(out)
 	b.ReportMetric(float64(len(after)-len(before)), "managedFields-bytes")
+}
+
+// A node's Lease renewal, which ownedUpdate answers without the field manager.
+func BenchmarkTrackLeaseRenewal(b *testing.B) {
+	k, _ := schemas.ByResource("coordination.k8s.io", "v1", "leases")
+	now := metav1.NewMicroTime(time.Now())
+	l := &coordv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "n1", Namespace: "kube-node-lease"},
+		Spec: coordv1.LeaseSpec{HolderIdentity: ptr.To("n1"), LeaseDurationSeconds: ptr.To(int32(40)), RenewTime: &now}}
+	wo := writeOptions{userAgent: "skiff-node"}
+	live := trackUpdate(k, "", k.New(), l, wo).(*coordv1.Lease)
+	live.UID = "u1"
+	next := live.DeepCopy()
+	next.Spec.RenewTime = ptr.To(metav1.NewMicroTime(now.Add(10 * time.Second)))
+	for b.Loop() {
+		trackUpdate(k, "", live, next.DeepCopy(), wo)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -85,8 +87,14 @@ func fromMap(k *schemas.Kind, m map[string]any) (runtime.Object, error) {
 	return obj, nil
 }
 
-// withSection returns dst with its top-level field `section` replaced by src's.
+// withSection returns dst with its top-level field `section` replaced by (a copy of) src's.
 func withSection(k *schemas.Kind, dst, src runtime.Object, section string) (runtime.Object, error) {
+	if df, ok := topField(dst, section); ok {
+		sf, _ := topField(src.DeepCopyObject(), section)
+		df.Set(sf)
+		setTypeMeta(dst, k)
+		return dst, nil
+	}
 	dm, err := toMap(dst)
 	if err != nil {
 		return nil, err
@@ -106,6 +114,21 @@ func withSection(k *schemas.Kind, dst, src runtime.Object, section string) (runt
 // specChanged reports whether anything outside metadata and status differs: what bumps
 // metadata.generation.
 func specChanged(a, b runtime.Object) bool {
+	if av, bv, ok := typedPair(a, b); ok {
+		// Kubernetes' strategies compare spec with semantic equality (quantities by value, nil
+		// and empty alike), as the JSON shapes below do.
+		for i := range av.NumField() {
+			f := av.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || f.Anonymous || name == "-" || name == "metadata" || name == "status" {
+				continue
+			}
+			if !apiequality.Semantic.DeepEqual(av.Field(i).Interface(), bv.Field(i).Interface()) {
+				return true
+			}
+		}
+		return false
+	}
 	am, err1 := toMap(a)
 	bm, err2 := toMap(b)
 	if err1 != nil || err2 != nil {
@@ -118,4 +141,31 @@ func specChanged(a, b runtime.Object) bool {
 		delete(m, "apiVersion")
 	}
 	return !reflect.DeepEqual(am, bm)
+}
+
+// typedPair is a and b as structs when both are the same typed (not unstructured) kind.
+func typedPair(a, b runtime.Object) (av, bv reflect.Value, ok bool) {
+	av, bv = reflect.ValueOf(a), reflect.ValueOf(b)
+	if av.Kind() != reflect.Pointer || av.Type() != bv.Type() || av.Elem().Kind() != reflect.Struct || av.IsNil() || bv.IsNil() {
+		return av, bv, false
+	}
+	if _, u := a.(*unstructured.Unstructured); u {
+		return av, bv, false
+	}
+	return av.Elem(), bv.Elem(), true
+}
+
+// topField is the top-level field of a typed object that JSON names name: the same field the
+// map shape would hold, without converting the whole object.
+func topField(obj runtime.Object, name string) (reflect.Value, bool) {
+	v, _, ok := typedPair(obj, obj)
+	if !ok {
+		return reflect.Value{}, false
+	}
+	for i := range v.NumField() {
+		if n, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); n == name {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
 }

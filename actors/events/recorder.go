@@ -1,17 +1,22 @@
-// Package events records Kubernetes-style v1 Events through the apiserver, aggregating repeats
-// of the same event into one object with a count, as kubectl describe users expect.
+// Package events records Kubernetes-style v1 Events through the apiserver, through client-go's
+// event correlator as Kubernetes components do: repeats of one event become one object with a
+// count, more than 10 similar events about one object in 10 minutes are combined into one, and
+// an object's events beyond a burst of 25 (refilled one per 5 minutes) are dropped, so a
+// ReplicaSet creating 10,000 pods writes a few dozen Events, not 10,000.
 package events
 
 import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/schemas"
@@ -23,49 +28,32 @@ type Recorder struct {
 	component string
 	host      string
 
-	mu   sync.Mutex
-	seen map[string]*corev1.Event // aggregation key -> the stored event
+	mu         sync.Mutex // the correlator is not safe for concurrent use
+	correlator *record.EventCorrelator
 }
 
 // New returns a Recorder for component (e.g. "default-scheduler") on host ("" for the control plane).
 func New(c *apiclient.Client, component, host string) *Recorder {
-	return &Recorder{client: c, component: component, host: host, seen: map[string]*corev1.Event{}}
+	return &Recorder{client: c, component: component, host: host, correlator: record.NewEventCorrelator(clock.RealClock{})}
 }
-
-// aggregationWindow: a repeat within it bumps the count of the same Event object.
-const aggregationWindow = 10 * time.Minute
 
 // Eventf records an event about obj. Failures are dropped: events are best-effort, as in
 // Kubernetes, and must never block the component's real work.
 func (r *Recorder) Eventf(ctx context.Context, obj runtime.Object, eventType, reason, format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
 	ref, ok := reference(obj)
 	if !ok {
 		return
-	}
-	key := string(ref.UID) + "\x00" + reason + "\x00" + msg
-	now := metav1.NewTime(time.Now().UTC())
-	r.mu.Lock()
-	prev := r.seen[key]
-	r.mu.Unlock()
-	if prev != nil && now.Sub(prev.LastTimestamp.Time) < aggregationWindow {
-		next := prev.DeepCopy()
-		next.Count++
-		next.LastTimestamp = now
-		if out, err := r.client.Update(ctx, next); err == nil {
-			r.remember(key, out.(*corev1.Event))
-			return
-		}
 	}
 	ns := ref.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceDefault
 	}
+	now := metav1.Now()
 	ev := &corev1.Event{
 		ObjectMeta:          metav1.ObjectMeta{Namespace: ns, GenerateName: ref.Name + "."},
 		InvolvedObject:      ref,
 		Reason:              reason,
-		Message:             msg,
+		Message:             fmt.Sprintf(format, args...),
 		Type:                eventType,
 		Count:               1,
 		FirstTimestamp:      now,
@@ -74,18 +62,32 @@ func (r *Recorder) Eventf(ctx context.Context, obj runtime.Object, eventType, re
 		ReportingController: r.component,
 		ReportingInstance:   r.host,
 	}
-	if out, err := r.client.Create(ctx, ev); err == nil {
-		r.remember(key, out.(*corev1.Event))
-	}
-}
-
-func (r *Recorder) remember(key string, ev *corev1.Event) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.seen) > 4096 { // bounded: forget everything rather than grow without end
-		r.seen = map[string]*corev1.Event{}
+	res, err := r.correlator.EventCorrelate(ev)
+	r.mu.Unlock()
+	if err != nil || res.Skip {
+		return
 	}
-	r.seen[key] = ev
+	ev = res.Event
+	var out runtime.Object
+	// A repeat names the object remembered for it, its count and last time moved on; one whose
+	// first write is still under way (no name yet), gone or changed meanwhile starts afresh.
+	if ev.Count > 1 && ev.Name != "" {
+		out, err = r.client.Update(ctx, ev)
+	}
+	if ev.Count <= 1 || ev.Name == "" || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		fresh := ev.DeepCopy()
+		fresh.ResourceVersion = ""
+		if ev.Count > 1 || fresh.Name == "" { // a combined event comes named; others get a name
+			fresh.Name, fresh.GenerateName = "", ref.Name+"."
+		}
+		out, err = r.client.Create(ctx, fresh)
+	}
+	if err == nil {
+		r.mu.Lock()
+		r.correlator.UpdateState(out.(*corev1.Event))
+		r.mu.Unlock()
+	}
 }
 
 func reference(obj runtime.Object) (corev1.ObjectReference, bool) {

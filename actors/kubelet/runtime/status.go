@@ -143,8 +143,8 @@ func (r *Runtime) exitReason(labels map[string]string, code int) string {
 	}
 }
 
-// Running says whether container id's process runs: one container asked, not a list.
-func (r *Runtime) Running(ctx context.Context, id string) bool {
+// IsRunning says whether container id's process runs: one container asked, not a list.
+func (r *Runtime) IsRunning(ctx context.Context, id string) bool {
 	ctx = r.ctx(ctx)
 	c, err := r.client.LoadContainer(ctx, id)
 	if err != nil {
