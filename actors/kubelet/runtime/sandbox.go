@@ -32,6 +32,13 @@ type SandboxConfig struct {
 	DNSServers   []string // empty: the node's /etc/resolv.conf
 	DNSSearches  []string
 	DNSOptions   []string
+	HostAliases  []HostAlias // appended to the pod's /etc/hosts
+}
+
+// HostAlias is one /etc/hosts line: an IP and its names.
+type HostAlias struct {
+	IP        string
+	Hostnames []string
 }
 
 // PortMapping is a hostPort published by the portmap CNI plugin.
@@ -270,6 +277,12 @@ func sandboxFromLabels(id string, l map[string]string, dir string) *Sandbox {
 // of the pod bind-mounts, as the kubelet does.
 func writePodFiles(sb *Sandbox, s SandboxConfig) error {
 	hosts := fmt.Sprintf("# Managed by skiff.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n", sb.IP, sb.Hostname)
+	if len(s.HostAliases) > 0 {
+		hosts += "\n# Entries added by HostAliases.\n"
+		for _, a := range s.HostAliases {
+			hosts += a.IP + "\t" + strings.Join(a.Hostnames, "\t") + "\n"
+		}
+	}
 	resolv, err := resolvConf(s)
 	if err != nil {
 		return err
