@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,18 +26,21 @@ func TestSecurityContextInForce(t *testing.T) {
 	ro := start(t, f, sb, ContainerConfig{Name: "ro", Args: []string{"-port", "8082"}, Security: Security{
 		ReadOnlyRootFS: true, CapDrop: []string{"CHOWN"}}})
 
-	run := func(id string, args ...string) (int, string) {
+	run := func(id string, stdin io.Reader, args ...string) (int, string) {
 		t.Helper()
 		var out, errb bytes.Buffer
-		code, err := f.rt.Exec(ctx, id, append([]string{"/httpecho"}, args...), nil, &out, &errb, false)
-		if err != nil || code != 0 {
-			t.Fatalf("exec %v in %s: %v, exit %d: %s", args, id, err, code, errb.String())
+		code, err := f.rt.Exec(ctx, id, append([]string{"/httpecho"}, args...), stdin, &out, &errb, false)
+		if err != nil {
+			t.Fatalf("exec %v in %s: %v", args, id, err)
 		}
-		return code, out.String()
+		return code, out.String() + errb.String()
 	}
 	status := func(id string) map[string]string {
 		t.Helper()
-		_, out := run(id, "-cat", "/proc/self/status")
+		code, out := run(id, nil, "-cat", "/proc/self/status")
+		if code != 0 {
+			t.Fatalf("cat status: exit %d: %s", code, out)
+		}
 		m := map[string]string{}
 		for _, l := range strings.Split(out, "\n") {
 			if k, v, ok := strings.Cut(l, ":"); ok {
@@ -69,15 +73,7 @@ func TestSecurityContextInForce(t *testing.T) {
 	if hasCap(r, "CapEff", capChown) || !hasCap(r, "CapEff", capNetRaw) {
 		t.Errorf("CHOWN dropped alone: CapEff %s", r["CapEff"])
 	}
-	write := func(id string) (int, string) {
-		t.Helper()
-		var out, errb bytes.Buffer
-		code, err := f.rt.Exec(ctx, id, []string{"/httpecho", "-write", "/tmp/x"}, strings.NewReader("x"), &out, &errb, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return code, out.String() + errb.String()
-	}
+	write := func(id string) (int, string) { return run(id, strings.NewReader("x"), "-write", "/tmp/x") }
 	if code, out := write(plain.ID); code != 0 {
 		t.Errorf("write to a writable root: exit %d: %s", code, out)
 	}
