@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -197,10 +198,14 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *c
 	ctr, err := k.rt.StartContainer(ctx, sb, kruntime.ContainerConfig{
 		Name: c.Name, Attempt: attempt, Image: c.Image,
 		Command: expandAll(c.Command, vars), Args: expandAll(c.Args, vars), Env: env,
-		WorkingDir: c.WorkingDir, Resources: c.Resources, Mounts: mounts,
+		WorkingDir: c.WorkingDir, Resources: c.Resources, Mounts: mounts, Security: security(pod, c),
 	})
+	var cfgErr *kruntime.ConfigError
 	switch {
 	case err == nil:
+	case errors.As(err, &cfgErr):
+		k.recorder.Eventf(ctx, pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return &waitInfo{"CreateContainerConfigError", cfgErr.Msg}, k.cfg.BackoffBase, nil
 	case errdefs.IsAlreadyExists(err):
 		k.enqueue(controllerkit.KeyOf(pod), false) // that attempt exists already: look again
 		return nil, 0, nil
@@ -286,6 +291,9 @@ func sandboxConfig(pod *corev1.Pod, dns resolvconf.Config) kruntime.SandboxConfi
 	sc := kruntime.SandboxConfig{PodUID: string(pod.UID), PodName: pod.Name, PodNamespace: pod.Namespace, Hostname: pod.Spec.Hostname,
 		Resources:  kruntime.PodResourcesFor(pod),
 		DNSServers: dns.Nameservers, DNSSearches: dns.Searches, DNSOptions: dns.Options}
+	for _, a := range pod.Spec.HostAliases {
+		sc.HostAliases = append(sc.HostAliases, kruntime.HostAlias{IP: a.IP, Hostnames: a.Hostnames})
+	}
 	// hostPorts are the node proxy's (eBPF), not portmap's: see actors/proxy/hostports.go.
 	return sc
 }

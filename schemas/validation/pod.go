@@ -61,7 +61,8 @@ func PodSpec(s *corev1.PodSpec, p *field.Path) field.ErrorList {
 	for i, t := range s.Tolerations {
 		errs = append(errs, toleration(t, p.Child("tolerations").Index(i))...)
 	}
-	return errs
+	errs = append(errs, hostAliases(s.HostAliases, p.Child("hostAliases"))...)
+	return append(errs, unsupportedPodSpec(s, p)...)
 }
 
 // podVolumes checks names (unique DNS labels) and that each volume has exactly one source, and
@@ -163,7 +164,13 @@ func container(c *corev1.Container, p *field.Path, names, volumes sets.Set[strin
 			errs = append(errs, field.Forbidden(p.Child("lifecycle", "stopSignal"), "stop signals are not supported by Skiff's kubelet yet"))
 		}
 	}
-	return errs
+	if len(c.VolumeDevices) > 0 {
+		errs = append(errs, field.Forbidden(p.Child("volumeDevices"), "block volumes are "+notByKubelet))
+	}
+	if len(c.RestartPolicyRules) > 0 {
+		errs = append(errs, field.Forbidden(p.Child("restartPolicyRules"), notByKubelet))
+	}
+	return append(errs, containerSecurity(c.SecurityContext, p.Child("securityContext"))...)
 }
 
 // lifecycleHandler checks a hook has exactly one handler, each as a probe's.

@@ -373,7 +373,7 @@ func TestUpdates(t *testing.T) {
 		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpExists})
 	}, "", "")
 	update(t, "pod drop toleration", pod(), func(p *corev1.Pod) { p.Spec.Tolerations = p.Spec.Tolerations[1:] }, "spec.tolerations[0]", "Forbidden")
-	update(t, "pod deadline set", pod(), func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(60)) }, "", "")
+	update(t, "pod deadline set", pod(), func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(60)) }, "spec.activeDeadlineSeconds", "not supported by Skiff's kubelet")
 	withDeadline := pod()
 	withDeadline.Spec.ActiveDeadlineSeconds = ptr(int64(60))
 	update(t, "pod deadline longer", withDeadline, func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr(int64(61)) }, "spec.activeDeadlineSeconds", "less than or equal to previous value")

@@ -31,6 +31,7 @@ type ContainerConfig struct {
 	WorkingDir string
 	Resources  corev1.ResourceRequirements
 	Mounts     []Mount
+	Security   Security
 }
 
 // Mount bind-mounts a host path (volumes prepared by the agent).
@@ -89,7 +90,7 @@ func (r *Runtime) StartContainer(ctx context.Context, sb *Sandbox, c ContainerCo
 		labelSandboxID: sb.ID, labelName: c.Name, labelAttempt: strconv.Itoa(c.Attempt),
 		labelLogPath: logPath, labelCgroup: cgroup,
 	}
-	specOpts, err := containerSpecOpts(img, sb, c, cgroup)
+	specOpts, err := containerSpecOpts(ctx, img, sb, c, cgroup)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,15 @@ func (r *Runtime) adoptRunning(ctx context.Context, c containerd.Container) (*Co
 		Image: info.Image, Pid: task.Pid(), LogPath: info.Labels[labelLogPath], StartedAt: started}, nil
 }
 
-func containerSpecOpts(img containerd.Image, sb *Sandbox, c ContainerConfig, cgroup string) ([]oci.SpecOpts, error) {
+func containerSpecOpts(ctx context.Context, img containerd.Image, sb *Sandbox, c ContainerConfig, cgroup string) ([]oci.SpecOpts, error) {
+	ispec, err := img.Spec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("image %q config: %w", c.Image, err)
+	}
+	pod := fmt.Sprintf("%s_%s(%s)", sb.PodName, sb.PodNamespace, sb.PodUID) // as the kubelet names a pod
+	if err := verifyNonRoot(ispec.Config.User, c.Security, pod, c.Name); err != nil {
+		return nil, err
+	}
 	var opts []oci.SpecOpts
 	switch {
 	case len(c.Command) > 0:
@@ -196,7 +205,7 @@ func containerSpecOpts(img containerd.Image, sb *Sandbox, c ContainerConfig, cgr
 		opts = append(opts, oci.WithCPUCFS(lim.CPUQuota, lim.CPUPeriod))
 	}
 	opts = append(opts, oci.WithCPUShares(lim.CPUShares))
-	return opts, nil
+	return append(opts, securityOpts(ispec.Config.User, c.Security)...), nil
 }
 
 func bindMount(src, dst string, ro bool) specs.Mount {

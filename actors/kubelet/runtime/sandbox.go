@@ -32,7 +32,14 @@ type SandboxConfig struct {
 	DNSServers   []string // empty: the node's /etc/resolv.conf
 	DNSSearches  []string
 	DNSOptions   []string
-	Resources    Limits // the pod cgroup's (PodResourcesFor); zero: minimum shares, unbounded
+	Resources    Limits      // the pod cgroup's (PodResourcesFor); zero: minimum shares, unbounded
+	HostAliases  []HostAlias // appended to the pod's /etc/hosts
+}
+
+// HostAlias is one /etc/hosts line: an IP and its names.
+type HostAlias struct {
+	IP        string
+	Hostnames []string
 }
 
 // PortMapping is a hostPort published by the portmap CNI plugin.
@@ -274,6 +281,12 @@ func sandboxFromLabels(id string, l map[string]string, dir string) *Sandbox {
 // of the pod bind-mounts, as the kubelet does.
 func writePodFiles(sb *Sandbox, s SandboxConfig) error {
 	hosts := fmt.Sprintf("# Managed by skiff.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n", sb.IP, sb.Hostname)
+	if len(s.HostAliases) > 0 {
+		hosts += "\n# Entries added by HostAliases.\n"
+		for _, a := range s.HostAliases {
+			hosts += a.IP + "\t" + strings.Join(a.Hostnames, "\t") + "\n"
+		}
+	}
 	resolv, err := resolvConf(s)
 	if err != nil {
 		return err
