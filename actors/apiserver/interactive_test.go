@@ -30,3 +30,15 @@ func TestStreamingRequestsRefuseWhatTheyCannotServe(t *testing.T) {
 		}
 	}
 }
+
+// A finished pod runs nothing to exec into or attach to: 400 with kube-apiserver's message.
+func TestExecAndAttachRefuseACompletedPod(t *testing.T) {
+	a, _ := newAPI(t)
+	a.mustDo(201, "POST", podsPath, "application/json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"done"},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"img"}]}}`)
+	a.mustDo(200, "PATCH", podsPath+"/done/status", "application/merge-patch+json", `{"status":{"phase":"Succeeded"}}`)
+	code, out := a.do("POST", podsPath+"/done/exec?command=ls&stdout=true", "", "")
+	want := "cannot exec into a container in a completed pod; current phase is Succeeded"
+	if msg, _ := out["message"].(string); code != 400 || msg != want {
+		t.Errorf("exec in a Succeeded pod: got %d %q, want 400 %q", code, msg, want)
+	}
+}

@@ -25,9 +25,6 @@ const followPoll = 250 * time.Millisecond
 // podContainer resolves the pod and the container a log/exec request is about, with the
 // errors kubectl users know.
 func (s *Server) podContainer(ctx context.Context, k *schemas.Kind, info requestInfo) (*corev1.Pod, string, error) {
-	if s.opts.NodeConn == nil {
-		return nil, "", apierrors.NewServiceUnavailable("this apiserver has no connection to the nodes")
-	}
 	obj, err := s.get(ctx, k, info.namespace, info.name)
 	if err != nil {
 		return nil, "", err
@@ -46,6 +43,14 @@ func (s *Server) podContainer(ctx context.Context, k *schemas.Kind, info request
 	}
 	if pod.Spec.NodeName == "" {
 		return nil, "", badRequest("container %q in pod %q is waiting to start: the pod is not scheduled", name, pod.Name)
+	}
+	// A finished pod's node keeps its logs but runs nothing: refused as kube-apiserver does.
+	if verb := map[string]string{"exec": "exec into", "attach": "attach to"}[info.subresource]; verb != "" &&
+		(pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
+		return nil, "", badRequest("cannot %s a container in a completed pod; current phase is %s", verb, pod.Status.Phase)
+	}
+	if s.opts.NodeConn == nil {
+		return nil, "", apierrors.NewServiceUnavailable("this apiserver has no connection to the nodes")
 	}
 	return pod, name, nil
 }
