@@ -758,7 +758,7 @@ func TestFinishSandboxKeepsOnlyTheLogs(t *testing.T) {
 	if err := os.MkdirAll(vol, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 { // the second finds it finished
+	for range 2 { // the second finds it finished: nothing to do
 		if err := f.rt.FinishSandbox(ctx, sb.PodUID); err != nil {
 			t.Fatal(err)
 		}

@@ -224,7 +224,7 @@ func (r *Runtime) FinishSandbox(ctx context.Context, podUID string) (err error) 
 		return err
 	}
 	labels, err := rec.Labels(ctx)
-	if err != nil {
+	if err != nil || labels[labelFinished] == "true" {
 		return err
 	}
 	cs, err := r.client.Containers(ctx, labelFilter(labelRole, roleContainer)+","+labelFilter(labelPodUID, podUID))
