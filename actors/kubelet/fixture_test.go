@@ -114,10 +114,12 @@ func (h *harness) stop() {
 }
 
 // newAgent replaces the kubelet by a brand-new one on a new runtime handle: what a restarted
-// agent process gets.
+// agent process gets (the kubelet may be stopped already).
 func (h *harness) newAgent() {
 	h.t.Helper()
-	h.stop()
+	if h.pid != nil {
+		h.stop()
+	}
 	rt, err := h.n.NewRuntime(ctx(h.t))
 	if err != nil {
 		h.t.Fatal(err)

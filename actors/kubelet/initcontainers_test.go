@@ -165,10 +165,5 @@ func TestFailingInitContainer(t *testing.T) {
 	if app := never.Status.ContainerStatuses[0]; app.ContainerID != "" || controllerkit.IsPodReady(never) {
 		t.Errorf("app %+v, want never started", app)
 	}
-	wait(t, 20*time.Second, func() error {
-		if sb := h.sandboxOf(never); sb != nil {
-			return fmt.Errorf("failed pod still has %+v", sb)
-		}
-		return nil
-	})
+	h.waitFinished(never)
 }

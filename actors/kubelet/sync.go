@@ -55,10 +55,11 @@ func (k *kubelet) syncKey(ctx context.Context, key string) (syncOutcome, error) 
 	case pod.DeletionTimestamp != nil:
 		return syncOutcome{}, k.terminate(ctx, pod, cur)
 	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-		// Finished and reported: nothing of it needs to keep running.
-		if cur != nil {
+		// Finished and reported: nothing of it keeps running and its IP is released, but its
+		// exited containers and their logs stay until the pod is deleted (kubectl logs job/x).
+		if cur != nil && !cur.Finished {
 			k.probes.retain(pod.UID, nil)
-			return syncOutcome{}, k.rt.StopSandbox(ctx, string(pod.UID))
+			return syncOutcome{}, k.rt.FinishSandbox(ctx, string(pod.UID))
 		}
 		return syncOutcome{}, nil
 	}

@@ -304,10 +304,5 @@ func TestEmptyDirSizeLimitEvicts(t *testing.T) {
 		t.Errorf("message %q, want %q", p.Status.Message, want)
 	}
 	h.expectEvent("Evicted")
-	wait(t, 30*time.Second, func() error {
-		if h.sandboxOf(p) != nil {
-			return fmt.Errorf("sandbox of the evicted pod still there")
-		}
-		return nil
-	})
+	h.waitFinished(p) // the volume is gone with its blocks
 }

@@ -218,7 +218,7 @@ func bindMount(src, dst string, ro bool) specs.Mount {
 
 // StopContainer sends SIGTERM, waits up to grace, then SIGKILLs, and deletes
 // the task, the container and its snapshot. The log file stays (previous
-// attempt's logs) until the sandbox goes. A missing container is not an error.
+// attempt's logs) until the sandbox goes (StopSandbox, not FinishSandbox). A missing container is not an error.
 func (r *Runtime) StopContainer(ctx context.Context, id string, grace time.Duration) error {
 	return r.withContainer(ctx, id, func(ctx context.Context, c containerd.Container) error {
 		if err := r.killTask(ctx, "stop container", c, grace); err != nil {
@@ -298,15 +298,26 @@ func (r *Runtime) killTask(ctx context.Context, opName string, c containerd.Cont
 func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) (err error) {
 	ctx, end := op(ctx, "delete container", containerAttr(c.ID()))
 	defer end(&err)
-	if task, err := c.Task(ctx, nil); err == nil {
-		if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
-			return fmt.Errorf("delete task %s: %w", c.ID(), err)
-		}
-	} else if !errdefs.IsNotFound(err) {
+	if err := r.deleteTask(ctx, c); err != nil {
 		return err
 	}
 	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("delete container %s: %w", c.ID(), err)
+	}
+	return nil
+}
+
+// deleteTask removes a container's task (its shim and cgroup go with it); the container stays.
+func (r *Runtime) deleteTask(ctx context.Context, c containerd.Container) error {
+	task, err := c.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("delete task %s: %w", c.ID(), err)
 	}
 	return nil
 }

@@ -62,6 +62,7 @@ const (
 	labelCgroup    = "skiff.sh/cgroup"
 	labelStartedAt = "skiff.sh/started-at"
 	labelOOM       = "skiff.sh/oom-killed"
+	labelFinished  = "skiff.sh/finished" // on a sandbox: FinishSandbox ran
 
 	roleSandbox   = "sandbox"
 	roleContainer = "container"

@@ -541,10 +541,7 @@ func TestStopSandboxLeavesNothing(t *testing.T) {
 	c0 := start(t, f, sb, ContainerConfig{})
 	c1 := start(t, f, sb, ContainerConfig{Name: "sidecar", Env: []string{"PORT=8081"}})
 	waitServing(t, sb)
-	ipFile := filepath.Join(f.opts.Root, "cni", "ipam", "skiff", sb.IP)
-	if _, err := os.Stat(ipFile); err != nil {
-		t.Fatalf("IPAM has no reservation for %s: %v", sb.IP, err)
-	}
+	ipFile := reservation(t, f, sb)
 
 	// The bridge plugin's masquerade rules name the sandbox.
 	if nat := natRules(t); !strings.Contains(nat, sb.ID) {
@@ -747,4 +744,63 @@ func TestStartContainerdAdoptsServingDaemon(t *testing.T) {
 	if !serving(ctx, f.daemon.Socket) {
 		t.Fatal("stopping an adopted daemon stopped the real one")
 	}
+}
+
+// A finished pod keeps its containers' records and logs, nothing else: no process (task or
+// shim), no network (the IP is released), no other file; StopSandbox removes the rest.
+func TestFinishSandboxKeepsOnlyTheLogs(t *testing.T) {
+	f := env(t)
+	ctx := context.Background()
+	sb := newPod(t, f, "finish")
+	c := start(t, f, sb, ContainerConfig{})
+	waitServing(t, sb)
+	ipFile := reservation(t, f, sb)
+	vol := filepath.Join(sb.Dir, "volumes", "kubernetes.io~empty-dir", "scratch")
+	if err := os.MkdirAll(vol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second finds it finished: nothing to do
+		if err := f.rt.FinishSandbox(ctx, sb.PodUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(ipFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("IP %s still reserved: %v", sb.IP, err)
+	}
+	if _, err := os.Stat(sb.NetNSPath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("netns %s remains: %v", sb.NetNSPath, err)
+	}
+	if entries, _ := os.ReadDir(sb.Dir); len(entries) != 1 || entries[0].Name() != "logs" {
+		t.Errorf("pod dir holds %v, want logs alone", entries)
+	}
+	if ctr, err := f.rt.Client().LoadContainer(f.rt.ctx(ctx), c.ID); err != nil {
+		t.Errorf("container %s is gone: %v", c.ID, err)
+	} else if _, err := ctr.Task(f.rt.ctx(ctx), nil); !errdefs.IsNotFound(err) {
+		t.Errorf("task of %s remains: %v", c.ID, err)
+	}
+	pods, err := f.rt.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(pods, func(p SandboxStatus) bool { return p.PodUID == sb.PodUID })
+	if i < 0 || !pods[i].Finished || pods[i].Ready || pods[i].IP != "" || len(pods[i].Containers) != 1 {
+		t.Fatalf("listed %+v, want the finished sandbox with its one container", pods)
+	}
+	if log, err := os.ReadFile(pods[i].Containers[0].LogPath); err != nil || !strings.Contains(string(log), "listening on") {
+		t.Errorf("log %q: %v", log, err)
+	}
+	if err := f.rt.StopSandbox(ctx, sb.PodUID); err != nil {
+		t.Fatal(err)
+	}
+	assertGone(t, f.rt, sb, []string{c.ID}, nil)
+}
+
+// reservation is the IPAM file that holds the pod's IP; it must exist.
+func reservation(t *testing.T, f *fixture, sb *Sandbox) string {
+	t.Helper()
+	ipFile := filepath.Join(f.opts.Root, "cni", "ipam", "skiff", sb.IP)
+	if _, err := os.Stat(ipFile); err != nil {
+		t.Fatalf("IPAM has no reservation for %s: %v", sb.IP, err)
+	}
+	return ipFile
 }

@@ -195,20 +195,7 @@ func (r *Runtime) teardownSandbox(ctx context.Context, podUID string) error {
 	} else if !errdefs.IsNotFound(err) {
 		return err
 	}
-	// CNI DEL even without a namespace: IPAM must still release the address.
-	path := sb.NetNSPath
-	if !isNetNS(path) {
-		path = ""
-	}
-	r.cniMu.Lock()
-	err = r.cni.Remove(ctx, id, path, r.cniOpts(sb)...)
-	r.cniMu.Unlock()
-	if err != nil {
-		errs = append(errs, fmt.Errorf("cni del: %w", err))
-	}
-	if err := removeNetNS(sb.NetNSPath); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, r.detachNetwork(ctx, sb)...)
 	if err := unmountUnder(sb.Dir); err != nil {
 		errs = append(errs, err)
 	} else if err := os.RemoveAll(sb.Dir); err != nil {
@@ -226,6 +213,101 @@ func (r *Runtime) teardownSandbox(ctx context.Context, podUID string) error {
 		}
 	}
 	return nil
+}
+
+// FinishSandbox leaves what a finished (Succeeded or Failed) pod keeps until it is deleted,
+// as Kubernetes' kubelet keeps a terminated pod's exited containers: every container's process
+// ends and its task (and shim) goes, but the container and its log files stay, so logs (and
+// --previous) are still served; the network is detached (CNI DEL releases the IP), the
+// namespace, cgroups and the pod's other files (volumes: an evicted pod's disk is freed) go,
+// and the record is marked finished. StopSandbox removes the rest.
+// A pod without a record keeps nothing: StopSandbox is all it gets.
+func (r *Runtime) FinishSandbox(ctx context.Context, podUID string) (err error) {
+	ctx, end := op(r.ctx(ctx), "finish sandbox", podAttr(podUID))
+	defer end(&err)
+	defer r.locks.lock("pod/" + podUID)()
+	id := sandboxID(podUID)
+	rec, err := r.client.LoadContainer(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return r.teardownSandbox(ctx, podUID)
+	}
+	if err != nil {
+		return err
+	}
+	labels, err := rec.Labels(ctx)
+	if err != nil || labels[labelFinished] == "true" {
+		return err
+	}
+	cs, err := r.client.Containers(ctx, labelFilter(labelRole, roleContainer)+","+labelFilter(labelPodUID, podUID))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range cs {
+		err := r.withContainer(ctx, c.ID(), func(ctx context.Context, c containerd.Container) error {
+			if err := r.killTask(ctx, "stop container", c, 0); err != nil {
+				return err
+			}
+			return r.deleteTask(ctx, c)
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, r.detachNetwork(ctx, sandboxFromLabels(id, labels, r.podDir(podUID)))...)
+	if err := r.removePodCgroups(podUID); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeAllBut(r.podDir(podUID), "logs"); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...) // not marked: the next sync finishes it
+	}
+	_, err = rec.SetLabels(ctx, map[string]string{labelIP: "", labelFinished: "true"})
+	return err
+}
+
+// removeAllBut unmounts everything under dir and removes all of it but the entry keep.
+func removeAllBut(dir, keep string) error {
+	if err := unmountUnder(dir); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != keep {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// detachNetwork releases the pod's network: CNI DEL (even without a namespace: IPAM must
+// still release the address), then the namespace.
+func (r *Runtime) detachNetwork(ctx context.Context, sb *Sandbox) []error {
+	var errs []error
+	path := sb.NetNSPath
+	if !isNetNS(path) {
+		path = ""
+	}
+	r.cniMu.Lock()
+	err := r.cni.Remove(ctx, sb.ID, path, r.cniOpts(sb)...)
+	r.cniMu.Unlock()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("cni del: %w", err))
+	}
+	if err := removeNetNS(sb.NetNSPath); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 func (r *Runtime) cniOpts(sb *Sandbox) []gocni.NamespaceOpts {

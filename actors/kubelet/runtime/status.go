@@ -32,6 +32,7 @@ const (
 type SandboxStatus struct {
 	Sandbox
 	Ready      bool // the network namespace is in place
+	Finished   bool // FinishSandbox ran: no network, containers kept exited for their logs
 	Containers []ContainerStatus
 }
 
@@ -79,6 +80,7 @@ func (r *Runtime) List(ctx context.Context) (_ []SandboxStatus, err error) {
 			p.Sandbox = *sandboxFromLabels(c.ID(), info.Labels, r.podDir(uid))
 			p.CreatedAt = info.CreatedAt
 			p.Ready = p.IP != "" && isNetNS(p.NetNSPath)
+			p.Finished = info.Labels[labelFinished] == "true"
 		case roleContainer:
 			p := get(uid)
 			p.Containers = append(p.Containers, r.containerStatus(ctx, c, info.Labels, info.Image))
