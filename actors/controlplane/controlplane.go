@@ -325,8 +325,9 @@ func openLog(ctx context.Context, nc *nats.Conn, cfg statelog.Config) (*statelog
 		if err == nil {
 			l, err = statelog.Open(ctx, nc, cfg)
 		}
-		// A reader also waits for the apiserver to create the stream.
-		waiting := transient(err) || cfg.ReadOnly && errors.Is(err, jetstream.ErrStreamNotFound)
+		// A reader waits for the apiserver to create the stream; a writer for another replica's
+		// create of it, which takes the name before the stream serves (replicas start together).
+		waiting := transient(err) || errors.Is(err, jetstream.ErrStreamNotFound)
 		if err == nil || !waiting || ctx.Err() != nil {
 			return l, notConnected(nc, err)
 		}

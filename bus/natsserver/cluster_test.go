@@ -207,6 +207,20 @@ func writeThroughLoss(t *testing.T, victimOf func(roles) (string, bool)) {
 	}
 }
 
+// startCluster starts three servers, waits for a meta leader and stops them at the test's end.
+func startCluster(t *testing.T) *natsserver.Cluster {
+	t.Helper()
+	c, err := natsserver.StartCluster(3, natsserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Shutdown)
+	if err := c.WaitForLeader(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // openR3 opens the state log at R3 on its own connection to the cluster.
 func openR3(t *testing.T, c *natsserver.Cluster) (*nats.Conn, *statelog.Log) {
 	t.Helper()

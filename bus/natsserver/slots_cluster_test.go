@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skiff-sh/skiff/bus/natsserver"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
@@ -15,14 +14,7 @@ import (
 // server holding its consumer dies: it recreates the consumer under one of its names on a
 // live server.
 func TestNamedReaderSurvivesItsConsumersServer(t *testing.T) {
-	c, err := natsserver.StartCluster(3, natsserver.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Shutdown()
-	if err := c.WaitForLeader(30 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	c := startCluster(t)
 	ctx := context.Background()
 	_, writer := openR3(t, c)
 	rnc, err := c.Connect()

@@ -56,13 +56,12 @@ func (l *Log) Compact(ctx context.Context, rev uint64) error {
 // writeMark raises the durable compaction mark to rev (never lowers it).
 func (l *Log) writeMark(ctx context.Context, rev uint64) (uint64, error) {
 	for range casRetries {
-		m, err := l.st.GetLastMsgForSubject(ctx, l.markSubj)
-		var last, seq uint64
-		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-		case err != nil:
+		m, err := l.leaderLast(ctx, l.markSubj)
+		if err != nil {
 			return 0, err
-		default:
+		}
+		var last, seq uint64
+		if m != nil {
 			seq = m.Sequence
 			last, _ = strconv.ParseUint(string(m.Data), 10, 64)
 		}

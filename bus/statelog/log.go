@@ -26,8 +26,9 @@ type Log struct {
 	cfg      Config
 	js       jetstream.JetStream
 	st       jetstream.Stream
-	keyBase  string // <prefix>.k
-	markSubj string // <prefix>.m.compact
+	leader   nats.JetStreamContext // reads for writes' CAS decisions (leader.go)
+	keyBase  string                // <prefix>.k
+	markSubj string                // <prefix>.m.compact
 	view     *view
 	feed     feed // the view's consumer (slots.go)
 	closed   atomic.Bool
@@ -60,10 +61,15 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	leader, err := nc.JetStream()
+	if err != nil {
+		return nil, err
+	}
 	l := &Log{
 		cfg:      cfg,
 		js:       js,
 		st:       st,
+		leader:   leader,
 		keyBase:  cfg.Prefix + ".k",
 		markSubj: cfg.Prefix + ".m." + metaMark,
 		view:     newView(cfg.HistoryBytes),

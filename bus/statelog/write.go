@@ -54,13 +54,10 @@ func (l *Log) publish(ctx context.Context, key, subj string, data []byte, h Head
 	return ack.Sequence, nil
 }
 
-// lastFor asks the stream for the subject's last message.
+// lastFor asks the stream's leader for the subject's last message.
 func (l *Log) lastFor(ctx context.Context, subj string) (seq uint64, live bool, err error) {
-	m, err := l.st.GetLastMsgForSubject(ctx, subj)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, false, nil
-	}
-	if err != nil {
+	m, err := l.leaderLast(ctx, subj)
+	if m == nil || err != nil {
 		return 0, false, err
 	}
 	return m.Sequence, m.Header.Get(hdrOp) != opDelete, nil
@@ -79,11 +76,8 @@ func (l *Log) isTombstone(ctx context.Context, key, subj string, rev uint64) (bo
 	if rev <= l.applied() {
 		return false, nil // not this key's latest write: the CAS fails anyway
 	}
-	m, err := l.st.GetMsg(ctx, rev)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
-	if err != nil {
+	m, err := l.leaderMsg(ctx, rev)
+	if m == nil || err != nil {
 		return false, err
 	}
 	return m.Subject == subj && m.Header.Get(hdrOp) == opDelete, nil

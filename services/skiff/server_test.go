@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,9 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// apiURL finds the apiserver's URL in `skiff server`'s start message.
+var apiURL = regexp.MustCompile(`skiff is up in \S+: API (\S+),`)
+
 func leads(p *proc, lease string) bool {
 	return strings.Contains(p.stderr.String(), "msg=leading lease="+lease+" ")
 }
@@ -111,13 +115,22 @@ func TestServerReplicasOnNATSCluster(t *testing.T) {
 	urls := make([]string, 2)
 	keys := filepath.Join(t.TempDir(), "encryption.keys") // both apiservers seal Secrets with one key
 	for i := range servers {
-		addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-		urls[i] = "http://" + addr
 		id := fmt.Sprint("srv", i+1)
+		// Port 0: a port picked here and freed could be taken by another test before the
+		// process binds it; the process says where it listens.
 		servers[i] = startProc(t, id, bin, "server", "--nats-url", strings.Join(clients, ","), "--replicas", "3",
-			"--listen", addr, "--lease-duration", "2s", "--identity", id, "--data-dir", t.TempDir(), "--encryption-key-file", keys)
+			"--listen", "127.0.0.1:0", "--lease-duration", "2s", "--identity", id, "--data-dir", t.TempDir(), "--encryption-key-file", keys)
 	}
-	for i, u := range urls {
+	for i, p := range servers {
+		testutil.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
+			m := apiURL.FindStringSubmatch(p.stderr.String())
+			if m == nil {
+				return fmt.Errorf("srv%d has not said where it serves the API", i+1)
+			}
+			urls[i] = m[1]
+			return nil
+		})
+		u := urls[i]
 		testutil.Eventually(t, 60*time.Second, 100*time.Millisecond, func() error {
 			resp, err := http.Get(u + "/readyz")
 			if err != nil {

@@ -1,0 +1,48 @@
+package statelog
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// The stream allows direct gets (AllowDirect), which any replica answers, and a follower
+// may not have a write the leader acknowledged yet. A CAS decision cannot rest on such an
+// answer: a create that lost to another writer's create would read "no message", expect it
+// again, lose again, and give up with ErrConflict instead of ErrExists. Writes therefore read
+// the subject's state through the stream's message-get API, which only the leader answers,
+// and the leader holds every write it acknowledged. nats.go's jetstream package always takes the direct
+// path on such a stream; its older JetStreamContext takes the leader's unless asked not to.
+
+// leaderLast is subj's last message as the stream's leader has it; nil when it has none.
+func (l *Log) leaderLast(ctx context.Context, subj string) (*nats.RawStreamMsg, error) {
+	return fromLeader(ctx, func(o nats.JSOpt) (*nats.RawStreamMsg, error) { return l.leader.GetLastMsg(l.cfg.Stream, subj, o) })
+}
+
+// leaderMsg is the message at seq as the stream's leader has it; nil when it has none.
+func (l *Log) leaderMsg(ctx context.Context, seq uint64) (*nats.RawStreamMsg, error) {
+	return fromLeader(ctx, func(o nats.JSOpt) (*nats.RawStreamMsg, error) { return l.leader.GetMsg(l.cfg.Stream, seq, o) })
+}
+
+func fromLeader(ctx context.Context, get func(nats.JSOpt) (*nats.RawStreamMsg, error)) (*nats.RawStreamMsg, error) {
+	ctx, cancel := bounded(ctx)
+	defer cancel()
+	m, err := get(nats.Context(ctx))
+	if errors.Is(err, nats.ErrMsgNotFound) {
+		return nil, nil
+	}
+	return m, err
+}
+
+// leaderWait bounds a leader read whose context has no deadline, as the jetstream package
+// bounds its requests: while a stream elects a leader no one answers.
+const leaderWait = 5 * time.Second
+
+func bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, leaderWait)
+}
