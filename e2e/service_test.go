@@ -31,6 +31,13 @@ type node struct {
 
 func startNode(t *testing.T) *node {
 	t.Helper()
+	return startNodeWith(t, nil)
+}
+
+// startNodeWith starts them with the httpecho image and the images more builds, on a control
+// plane as mutate sets it.
+func startNodeWith(t *testing.T, more []func(dir string) (string, error), mutate ...func(*controlplane.Config)) *node {
+	t.Helper()
 	if why := agent.Supported(); why != "" {
 		needs.Skip(t, why)
 	}
@@ -49,10 +56,12 @@ func startNode(t *testing.T) *node {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	images := filepath.Join(dir, "images")
-	if _, err := examples.BuildHTTPEcho(images); err != nil {
-		t.Fatal(err)
+	for _, build := range append([]func(string) (string, error){examples.BuildHTTPEcho}, more...) {
+		if _, err := build(images); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cp := testutil.StartControlPlane(t)
+	cp := testutil.StartControlPlane(t, mutate...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a, err := agent.Start(ctx, agent.Config{Log: cp.Log, Informers: cp.Informers, Client: cp.Client, NATS: cp.Conn, Actors: cp.Actors, NodeName: "e2e-node",
