@@ -27,7 +27,7 @@ import (
 // burns and back to 1 after, and stock kubectl top (metrics.k8s.io) shows the pod's and the
 // node's usage as the cgroup files have it over a like window.
 func TestHPAScalesABurningDeploymentAndTopMatchesCgroups(t *testing.T) {
-	n := startNodeWith(t, func(c *controlplane.Config) { c.Controllers.HPASyncPeriod = 2 * time.Second },
+	n := startNodeWith(t, nil, func(c *controlplane.Config) { c.Controllers.HPASyncPeriod = 2 * time.Second },
 		func(c *agent.Config) { c.StatsInterval = 2 * time.Second })
 	// Each pod burns a core for 45 s from its start; a 20m request makes that far above 50%
 	// even on a loaded machine. Scale-down waits 5 s instead of 300.

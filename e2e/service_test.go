@@ -32,11 +32,12 @@ type node struct {
 // startNode starts a control plane and a node agent; opts adjust the agent's configuration.
 func startNode(t *testing.T, opts ...func(*agent.Config)) *node {
 	t.Helper()
-	return startNodeWith(t, func(*controlplane.Config) {}, opts...)
+	return startNodeWith(t, nil, func(*controlplane.Config) {}, opts...)
 }
 
-// startNodeWith is startNode with the control plane's and the agent's settings changed.
-func startNodeWith(t *testing.T, cpConfig func(*controlplane.Config), opts ...func(*agent.Config)) *node {
+// startNodeWith is startNode with the images more builds beside httpecho and the control
+// plane's settings changed by cpConfig.
+func startNodeWith(t *testing.T, more []func(dir string) (string, error), cpConfig func(*controlplane.Config), opts ...func(*agent.Config)) *node {
 	t.Helper()
 	if why := agent.Supported(); why != "" {
 		needs.Skip(t, why)
@@ -56,8 +57,10 @@ func startNodeWith(t *testing.T, cpConfig func(*controlplane.Config), opts ...fu
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	images := filepath.Join(dir, "images")
-	if _, err := examples.BuildHTTPEcho(images); err != nil {
-		t.Fatal(err)
+	for _, build := range append([]func(string) (string, error){examples.BuildHTTPEcho}, more...) {
+		if _, err := build(images); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cp := testutil.StartControlPlane(t, cpConfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

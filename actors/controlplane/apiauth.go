@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/skiff-sh/skiff/actors/apiserver"
@@ -58,7 +59,11 @@ func (cp *ControlPlane) apiOptions(o apiserver.Options) (apiserver.Options, erro
 	if cp.cfg.DataDir == "" {
 		return o, errors.New("controlplane: APIAuth needs a DataDir for its certificates and tokens")
 	}
-	bundle, err := sc.certificates(cp.cfg.DataDir)
+	inCluster, err := cp.inClusterSANs()
+	if err != nil {
+		return o, err
+	}
+	bundle, err := sc.certificates(cp.cfg.DataDir, inCluster)
 	if err != nil {
 		return o, fmt.Errorf("certificates: %w", err)
 	}
@@ -104,12 +109,25 @@ func (sc APIAuth) validate() error {
 	return nil
 }
 
-// certificates loads the given TLSDir, or keeps the one under dataDir.
-func (sc APIAuth) certificates(dataDir string) (*pki.Bundle, error) {
+// certificates loads the given TLSDir, or keeps the one under dataDir, covering the --tls-san
+// names and inCluster.
+func (sc APIAuth) certificates(dataDir string, inCluster []string) (*pki.Bundle, error) {
 	if sc.TLSDir != "" {
 		return pki.Load(sc.TLSDir)
 	}
-	return pki.Ensure(filepath.Join(dataDir, TLSDir), sc.SANs)
+	return pki.Ensure(filepath.Join(dataDir, TLSDir), append(slices.Clone(sc.SANs), inCluster...))
+}
+
+// inClusterSANs are the names pods reach the API by (rest.InClusterConfig dials the
+// `kubernetes` Service's ClusterIP; others use its DNS names), as kube-apiserver's certificate
+// always covers them.
+func (cp *ControlPlane) inClusterSANs() ([]string, error) {
+	ip, err := cp.firstServiceIP()
+	if err != nil {
+		return nil, fmt.Errorf("ServiceCIDR (--service-cidr): %w", err)
+	}
+	return []string{ip, kubernetesService, kubernetesService + ".default", kubernetesService + ".default.svc",
+		kubernetesService + ".default.svc.cluster.local"}, nil
 }
 
 // startRBAC writes the bootstrap policy and waits until the authorizer's mirror holds it.

@@ -84,7 +84,8 @@ type Config struct {
 	ServiceAccountKeyFile string
 	// ServiceAccountAdmission runs kube's ServiceAccount admission: pods get the `default`
 	// account, one naming a missing account is refused; with AutomountServiceAccountTokens
-	// they also get the token volume (see AutomountDefault).
+	// they also get the token volume, whose token only an apiserver with APIAuth issues
+	// (`skiff up` and `skiff server` turn it on with --api-auth).
 	ServiceAccountAdmission       bool
 	AutomountServiceAccountTokens bool
 	// AdvertiseAddress is the IPv4 address pods reach this apiserver at, listed in the

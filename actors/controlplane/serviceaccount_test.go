@@ -3,6 +3,7 @@ package controlplane_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -344,5 +345,20 @@ func TestKubectlCreateToken(t *testing.T) {
 	_, err = sa.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "system:serviceaccount:default:default"`) {
 		t.Fatalf("as the token: %v; want 403 naming system:serviceaccount:default:default (authenticated, no Role)", err)
+	}
+}
+
+// In-cluster clients dial the kubernetes Service's ClusterIP (rest.InClusterConfig) or its DNS
+// names and check them against kube-root-ca.crt: the serving certificate covers all of them.
+func TestServingCertificateCoversTheKubernetesService(t *testing.T) {
+	c := startSACluster(t, func(c *controlplane.Config) { c.ServiceCIDR = "10.97.0.0/16" })
+	leaf, err := x509.ParseCertificate(c.cp.PKI().Server.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"10.97.0.1", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"} {
+		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: name, Roots: c.cp.PKI().CertPool()}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

@@ -78,11 +78,6 @@ func (cp *ControlPlane) controllerOptions() (controllers.Options, error) {
 // DataDir is where this control plane keeps its store and keys ("" in memory).
 func (cp *ControlPlane) DataDir() string { return cp.cfg.DataDir }
 
-// AutomountDefault is whether `skiff up` and `skiff server` automount ServiceAccount tokens.
-// Off by default: every pod would then need a token from the TokenRequest API, which only an
-// apiserver with API auth (a service account issuer) serves.
-const AutomountDefault = false
-
 func (c Config) serviceAccountAdmission() *apiserver.ServiceAccountAdmission {
 	if !c.ServiceAccountAdmission {
 		return nil

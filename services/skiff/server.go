@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -32,7 +33,8 @@ func controlPlaneFlags(f *pflag.FlagSet, cfg *controlplane.Config, node *nodeFla
 	f.StringVar(&cfg.ServiceAccountIssuer, "service-account-issuer", "", "issuer (iss) of ServiceAccount tokens and the OIDC discovery URL (default https://kubernetes.default.svc.cluster.local)")
 	f.StringVar(&cfg.ServiceAccountKeyFile, "service-account-key-file", "", "ES256 key that signs ServiceAccount tokens, made on first start (default DATA_DIR/service-account.key; with --nats-url beside --encryption-key-file, so the apiserver replicas share it)")
 	f.BoolVar(&cfg.ServiceAccountAdmission, "service-account-admission", true, "pods without serviceAccountName run as 'default'; a pod naming a missing ServiceAccount is refused (kube's ServiceAccount admission)")
-	f.BoolVar(&cfg.AutomountServiceAccountTokens, "automount-service-account-tokens", controlplane.AutomountDefault, "with --service-account-admission: add the kube-api-access-* token volume to pods that do not opt out")
+	f.BoolVar(&cfg.AutomountServiceAccountTokens, "automount-service-account-tokens", false, "with --service-account-admission: add the kube-api-access-* token volume to pods that do not opt out "+
+		"(default: on with --api-auth; off without it, where the apiserver has no token issuer)")
 	f.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "IPv4 address pods reach this apiserver at, listed in the endpoints of the 'kubernetes' Service (default: the --listen IP when specific, else the host's default-route address)")
 	f.StringVar(&cfg.RootCAFile, "root-ca-file", "", "CA (PEM) the controller-manager publishes as kube-root-ca.crt (default: this process's API CA, when it serves the API with --api-auth)")
 	f.BoolVar(&cfg.APIAuth.Enabled, "api-auth", false, "serve the API over HTTPS with authentication and RBAC (certificates and tokens.csv under --data-dir)")
@@ -83,7 +85,7 @@ their lease in JetStream, and a standby takes over within --lease-duration.`,
   skiff server --nats-url nats://nats1:4222 --components scheduler,controller-manager`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Components = components
-			if err := checkServerFlags(cmd.Flags(), cfg); err != nil {
+			if err := checkServerFlags(cmd.Flags(), &cfg); err != nil {
 				return err
 			}
 			return runControlPlane(cmd.Context(), cfg, &node)
@@ -100,7 +102,10 @@ their lease in JetStream, and a standby takes over within --lease-duration.`,
 	return cmd
 }
 
-func checkServerFlags(f *pflag.FlagSet, cfg controlplane.Config) error {
+func checkServerFlags(f *pflag.FlagSet, cfg *controlplane.Config) error {
+	if err := automountFlag(f, cfg); err != nil {
+		return err
+	}
 	if len(cfg.Components) == 0 {
 		return fmt.Errorf("--components: name at least one of %s", strings.Join(controlplane.Components(), ", "))
 	}
@@ -112,6 +117,20 @@ func checkServerFlags(f *pflag.FlagSet, cfg controlplane.Config) error {
 	}
 	if cfg.LeaseDuration < time.Second {
 		return fmt.Errorf("--lease-duration %v: must be at least 1s", cfg.LeaseDuration)
+	}
+	return nil
+}
+
+// automountFlag makes --automount-service-account-tokens follow --api-auth unless given, and
+// refuses it on an apiserver without API auth: the volume's token comes from the TokenRequest
+// API, which only an apiserver with a service account issuer serves, so every pod would wait.
+func automountFlag(f *pflag.FlagSet, cfg *controlplane.Config) error {
+	if !f.Changed("automount-service-account-tokens") {
+		cfg.AutomountServiceAccountTokens = cfg.APIAuth.Enabled
+		return nil
+	}
+	if cfg.AutomountServiceAccountTokens && !cfg.APIAuth.Enabled && cfg.Runs(controlplane.APIServer) {
+		return errors.New("--automount-service-account-tokens: needs --api-auth (without it the apiserver issues no ServiceAccount tokens)")
 	}
 	return nil
 }

@@ -19,7 +19,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/spf13/pflag"
+
 	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
@@ -200,6 +203,8 @@ func TestServerAndNATSFlagErrors(t *testing.T) {
 		{[]string{"server", "--components", "scheduler", "--listen", "127.0.0.1:6443"}, "--listen"},
 		{[]string{"server", "--components", ""}, "--components"},
 		{[]string{"server", "--lease-duration", "10ms"}, "--lease-duration"},
+		{[]string{"server", "--automount-service-account-tokens"}, "--automount-service-account-tokens: needs --api-auth"},
+		{[]string{"up", "--api-auth=false", "--automount-service-account-tokens"}, "--automount-service-account-tokens: needs --api-auth"},
 		{[]string{"server", "--components", "scheduler", "--encryption-key-file", "k"}, "--encryption-key-file"},
 		{[]string{"server", "--tls-dir", "tls", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--nats-port", "0", "--metrics-listen", "127.0.0.1:0"}, "--tls-dir"},
 		{[]string{"nats", "--routes", "nats://a:6222"}, "--routes"},
@@ -212,6 +217,29 @@ func TestServerAndNATSFlagErrors(t *testing.T) {
 		err := root.Execute()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: want an error naming %s, got %v", tc.args, tc.want, err)
+		}
+	}
+}
+
+// Tokens are automounted exactly when the API authenticates, unless told otherwise.
+func TestAutomountFollowsAPIAuth(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, false},
+		{[]string{"--api-auth"}, true},
+		{[]string{"--api-auth", "--automount-service-account-tokens=false"}, false},
+		{[]string{"--automount-service-account-tokens=false"}, false},
+	} {
+		cfg := controlplane.Config{}
+		f := pflag.NewFlagSet("server", pflag.ContinueOnError)
+		controlPlaneFlags(f, &cfg, &nodeFlags{}, "")
+		if err := f.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := automountFlag(f, &cfg); err != nil || cfg.AutomountServiceAccountTokens != tc.want {
+			t.Errorf("%v: automount %v (%v); want %v", tc.args, cfg.AutomountServiceAccountTokens, err, tc.want)
 		}
 	}
 }

@@ -41,6 +41,9 @@ func newUp() *cobra.Command {
 		Short: "Run all of Skiff in this process, with an embedded NATS JetStream server",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			node.required = cmd.Flags().Changed("agent")
+			if err := automountFlag(cmd.Flags(), &cfg); err != nil {
+				return err
+			}
 			secureEmbeddedNATS(&cfg, natsAuth)
 			return runControlPlane(cmd.Context(), cfg, &node)
 		},

@@ -23,6 +23,9 @@ const HTTPEcho = "skiff.local/httpecho:v1"
 // test pods give as `busybox`.
 const Busybox = "docker.io/library/busybox:latest"
 
+// InCluster is the reference of the in-cluster client image (deploy/images/incluster).
+const InCluster = "skiff.local/incluster:v1"
+
 // BuildHTTPEcho compiles httpecho statically and writes dir/httpecho.tar; it returns its path.
 func BuildHTTPEcho(dir string) (string, error) {
 	bin, err := buildStatic(dir, "httpecho")
@@ -40,6 +43,19 @@ func BuildHTTPEcho(dir string) (string, error) {
 		// PATH as a base image would set it, so exec finds tar and test by name.
 		Env: []string{"PORT=8080", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 	})
+	return tar, err
+}
+
+// BuildInCluster compiles incluster statically and writes dir/incluster.tar; it returns its path.
+func BuildInCluster(dir string) (string, error) {
+	bin, err := buildStatic(dir, "incluster")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(bin)
+	tar := filepath.Join(dir, "incluster.tar")
+	_, err = ocibuild.WriteFile(tar, ocibuild.Image{Name: InCluster,
+		Files: []ocibuild.File{{Src: bin, Dst: "/incluster", Mode: 0o755}}, Entrypoint: []string{"/incluster"}})
 	return tar, err
 }
 
