@@ -27,6 +27,9 @@ cleanup() {
 		kill -KILL -- "-$pgid" 2>/dev/null || true
 	fi
 	ip link del skiff0 2>/dev/null || true
+	# The node's eBPF programs stay pinned across restarts by design; this node is gone for good,
+	# and later steps on this host must not meet its Service maps.
+	rm -rf "/sys/fs/bpf/skiff/$(hostname)" "/sys/fs/bpf/skiff-netpol/$(hostname)"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
