@@ -18,6 +18,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/agent"
 	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/netpol"
 	"github.com/skiff-sh/skiff/actors/proxy"
 	"github.com/skiff-sh/skiff/deploy/images/examples"
 	"github.com/skiff-sh/skiff/schemas"
@@ -159,7 +160,7 @@ func (u *upNode) destroy() {
 		u.t.Logf("skiff up log:\n%s", u.logTail(60))
 	}
 	u.stop()
-	cgrouptest.Teardown(u.t, u.hierarchy, u.ns, u.dir, proxy.DefaultPinDir(u.name))
+	cgrouptest.Teardown(u.t, u.hierarchy, u.ns, u.dir, proxy.DefaultPinDir(u.name), netpol.DefaultPinDir(u.name))
 	if !u.bridgeWasThere {
 		_ = exec.Command("ip", "link", "delete", "skiff0").Run()
 	}

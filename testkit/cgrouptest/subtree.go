@@ -133,7 +133,7 @@ func MountsUnder(dir string) []string {
 // Teardown removes what a node agent left on the host: every process of its subtree /<namespace>
 // (agent, containerd, shims, pods), the mounts under its data dir (rootfs, pinned pod netns),
 // its pinned Service hooks and maps (unpinning a link detaches it), and its cgroups.
-func Teardown(t testing.TB, hierarchy, namespace, dataDir, pinDir string) {
+func Teardown(t testing.TB, hierarchy, namespace, dataDir string, pinDirs ...string) {
 	t.Helper()
 	KillAll(filepath.Join(hierarchy, namespace))
 	for _, m := range MountsUnder(dataDir) {
@@ -141,7 +141,9 @@ func Teardown(t testing.TB, hierarchy, namespace, dataDir, pinDir string) {
 			t.Logf("unmount %s: %v", m, err)
 		}
 	}
-	_ = os.RemoveAll(pinDir)
+	for _, d := range pinDirs {
+		_ = os.RemoveAll(d)
+	}
 	if err := RemoveNode(hierarchy, namespace); err != nil {
 		t.Errorf("remove cgroups of %s: %v", namespace, err)
 	}

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
+	"github.com/skiff-sh/skiff/actors/netpol"
 	"github.com/skiff-sh/skiff/actors/proxy"
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/testkit/cgrouptest"
@@ -244,7 +245,7 @@ func (n *Node) destroy() {
 		<-n.done
 		n.cmd = nil
 	}
-	cgrouptest.Teardown(t, n.c.cgroup2, n.Namespace, n.DataDir, proxy.DefaultPinDir(n.Name))
+	cgrouptest.Teardown(t, n.c.cgroup2, n.Namespace, n.DataDir, proxy.DefaultPinDir(n.Name), netpol.DefaultPinDir(n.Name))
 	_ = run("ip", "netns", "delete", n.Netns)
 	_ = run("ip", "link", "delete", n.hostVeth)
 }
