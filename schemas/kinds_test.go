@@ -64,8 +64,8 @@ func TestKindsAreConsistent(t *testing.T) {
 			t.Errorf("%s: New returns a shared object", k.Resource)
 		}
 	}
-	if len(seen) != 28 {
-		t.Errorf("%d kinds; want 28", len(seen))
+	if len(seen) != 29 {
+		t.Errorf("%d kinds; want 29", len(seen))
 	}
 	for _, gvk := range []schema.GroupVersionKind{
 		{Version: "v1", Kind: "Binding"}, {Group: "autoscaling", Version: "v1", Kind: "Scale"},
