@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -366,6 +367,13 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 		}
 		if wo.dryRun {
 			return next, casDecided, nil
+		}
+		if _, isService := next.(*corev1.Service); isService {
+			// reallocateFor fills in the node ports it allocated: what is written must carry them.
+			if data, err = encodeForStorage(next); err != nil {
+				undo()
+				return nil, casDecided, apierrors.NewInternalError(err)
+			}
 		}
 		rev, err := s.log.Update(wctx, key, data, curRev, traceHeader(ctx))
 		if err != nil {
