@@ -25,6 +25,12 @@ func Retry(ctx context.Context, first, max time.Duration, f func() error, onErr 
 	}
 }
 
+// NewKeyQueue is the rate-limited queue of object keys Drain consumes: a failed key waits 5 ms,
+// doubling up to 30 s.
+func NewKeyQueue() workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second))
+}
+
 // Drain syncs the keys q hands out, one at a time, until q shuts down: a failed key is
 // requeued rate-limited (and given to onErr unless ctx has ended), a synced one forgotten.
 func Drain(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(key string) error, onErr func(key string, err error)) {

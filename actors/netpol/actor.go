@@ -54,7 +54,7 @@ func (a *enforcerActor) start(actx actorkit.Context) {
 	e := a.e
 	run, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	a.q = workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second))
+	a.q = actorkit.NewKeyQueue()
 	e.mu.Lock()
 	e.queue = a.q
 	e.mu.Unlock()

@@ -60,7 +60,7 @@ func (a *proxyActor) start(actx actorkit.Context) {
 	p := a.p
 	run, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	a.q = workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second))
+	a.q = actorkit.NewKeyQueue()
 	p.mu.Lock()
 	p.queue = a.q
 	p.mu.Unlock()
