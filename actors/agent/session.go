@@ -69,10 +69,13 @@ func prepareSession(ctx context.Context, rt *kruntime.Runtime, r nodeapi.OpenReq
 	case nodeapi.SessionExec:
 		return func(s *stream.Session) stream.ExitStatus { return execSession(rt, c.ID, r, s) }, nil
 	case nodeapi.SessionAttach:
+		var in *kruntime.Stdin
 		if r.Stdin {
-			return nil, errors.New("stdin: containers run without stdin on Skiff, attach carries their output only")
+			if in, err = rt.AttachStdin(ctx, c.ID); err != nil {
+				return nil, err
+			}
 		}
-		return func(s *stream.Session) stream.ExitStatus { return attachOutput(rt, c, s) }, nil
+		return func(s *stream.Session) stream.ExitStatus { return attachSession(rt, c, in, s) }, nil
 	}
 	return nil, fmt.Errorf("session kind %q is not one of exec, attach, portforward", r.Kind)
 }
@@ -116,16 +119,55 @@ func execSession(rt *kruntime.Runtime, id string, r nodeapi.OpenRequest, s *stre
 	return stream.ExitStatus{Code: int32(code)}
 }
 
-// attachOutput follows the container's output from now on until it stops or restarts.
-func attachOutput(rt *kruntime.Runtime, c kruntime.ContainerStatus, s *stream.Session) stream.ExitStatus {
+// attachSession feeds the client's input to the container's stdin (in; nil when the client
+// sends none) and its terminal sizes to the container's terminal, and streams the output.
+// As under the CRI, the end of the client's input ends the attach, except for a stdinOnce
+// container without a terminal, whose output flows until it exits.
+func attachSession(rt *kruntime.Runtime, c kruntime.ContainerStatus, in *kruntime.Stdin, s *stream.Session) stream.ExitStatus {
+	// The output is followed from before the first input, so no answer to it is missed.
 	f, err := os.Open(c.LogPath)
+	if err == nil {
+		defer f.Close()
+		_, err = f.Seek(0, io.SeekEnd)
+	}
 	if err != nil {
+		if in != nil {
+			in.Detach()
+		}
 		return failed(err)
 	}
-	defer f.Close()
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		return failed(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if c.TTY {
+		go func() {
+			for {
+				select {
+				case size := <-s.Resizes():
+					_ = rt.ResizeTerminal(ctx, c.ID, kruntime.TerminalSize{Width: size.Width, Height: size.Height})
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
 	}
+	var inputEnded chan struct{} // nil: the output alone ends the attach
+	if in != nil {
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			_, _ = io.Copy(in, s.Reader(0))
+			in.Detach()
+		}()
+		if in.EndsAttach() {
+			inputEnded = ended
+		}
+	}
+	return followOutput(rt, c.ID, f, s, inputEnded)
+}
+
+// followOutput streams the container's log from f's offset until the container stops or
+// restarts, the client leaves, or inputEnded closes.
+func followOutput(rt *kruntime.Runtime, id string, f *os.File, s *stream.Session, inputEnded <-chan struct{}) stream.ExitStatus {
 	out := s.Writer(1)
 	buf := make([]byte, 32<<10)
 	for {
@@ -142,10 +184,14 @@ func attachOutput(rt *kruntime.Runtime, c kruntime.ContainerStatus, s *stream.Se
 		select {
 		case <-s.Done():
 			return stream.ExitStatus{} // the client left
+		case <-inputEnded:
+			_, _ = io.Copy(out, f) // the answers to input that came before its end
+			_ = out.Close()
+			return stream.ExitStatus{}
 		case <-time.After(attachPoll):
 		}
 		// A restart is a new container (the attempt is in its id) with a new log.
-		if !rt.IsRunning(context.Background(), c.ID) {
+		if !rt.IsRunning(context.Background(), id) {
 			_, _ = io.Copy(out, f) // what it wrote before it stopped
 			_ = out.Close()
 			return stream.ExitStatus{}

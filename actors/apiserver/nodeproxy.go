@@ -181,18 +181,15 @@ func (s *Server) serveExec(w http.ResponseWriter, r *http.Request, k *schemas.Ki
 	_ = json.NewEncoder(w).Encode(rep)
 }
 
-// serveAttach streams a running container's output (pods/attach). Containers run without
-// stdin or a terminal (admission refuses both), so there is neither to attach to.
+// serveAttach connects to a running container's process (pods/attach): its output, and its
+// stdin when the container has one. Whether there is a terminal is the container's, as the
+// kubelet decides it, not the request's: a process's terminal cannot change once it runs.
 func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
 	opts, err := streamOptions(info)
 	switch {
 	case err != nil:
 	case requireStream(opts) != nil:
 		err = requireStream(opts)
-	case opts.Stdin:
-		err = badRequest("stdin: containers run without stdin on Skiff (spec.containers[].stdin is refused), so attach carries their output only")
-	case opts.TTY:
-		err = badRequest("tty: containers run without a terminal on Skiff (spec.containers[].tty is refused)")
 	case !isStreamUpgrade(r):
 		err = badRequest("attach needs a streaming connection (a WebSocket or SPDY upgrade, as kubectl attach makes)")
 	}
@@ -200,7 +197,33 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, k *schemas.
 	if !ok {
 		return
 	}
+	spec := specContainer(pod, container)
+	if spec == nil {
+		writeError(w, badRequest("container %s is not valid for pod %s", container, pod.Name))
+		return
+	}
+	// The CRI drops such input unread; refused here so the client knows it goes nowhere.
+	if opts.Stdin && !spec.Stdin {
+		writeError(w, badRequest("stdin: container %q was created without stdin (spec.containers[].stdin is false), so there is none to attach to", container))
+		return
+	}
+	opts.TTY = spec.TTY
+	if opts.TTY {
+		opts.Stderr = false
+	}
 	s.serveRemoteCommand(w, r, remoteCommand{kind: nodeapi.SessionAttach, pod: pod, container: container, opts: opts})
+}
+
+// specContainer is the pod's container or init container by name.
+func specContainer(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
 }
 
 // checkedPodContainer writes checkErr, the request's own fault, or else resolves its pod and

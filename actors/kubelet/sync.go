@@ -200,6 +200,7 @@ func (k *kubelet) start(ctx context.Context, pod *corev1.Pod, ps *podSetup, c *c
 		Name: c.Name, Attempt: attempt, Image: c.Image,
 		Command: expandAll(c.Command, vars), Args: expandAll(c.Args, vars), Env: env,
 		WorkingDir: c.WorkingDir, Resources: c.Resources, Mounts: mounts, Security: security(pod, c),
+		Stdin: c.Stdin, StdinOnce: c.StdinOnce, TTY: c.TTY,
 	})
 	var cfgErr *kruntime.ConfigError
 	switch {

@@ -128,16 +128,6 @@ func container(c *corev1.Container, p *field.Path, names, volumes sets.Set[strin
 	// refused rather than ignored.
 	errs = append(errs, oneOf(c.TerminationMessagePolicy, p.Child("terminationMessagePolicy"), corev1.TerminationMessageReadFile)...)
 	errs = append(errs, containerPorts(c.Ports, p.Child("ports"))...)
-	// The node starts containers with their output in a log file and no stdin or terminal:
-	// kubectl attach streams that output.
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"stdin", c.Stdin}, {"stdinOnce", c.StdinOnce}, {"tty", c.TTY}} {
-		if f.set {
-			errs = append(errs, field.Forbidden(p.Child(f.name), "containers with stdin or a terminal are not supported by Skiff's kubelet (kubectl attach streams their output; use kubectl exec -it for a shell)"))
-		}
-	}
 	errs = append(errs, env(c.Env, p.Child("env"))...)
 	errs = append(errs, envFrom(c.EnvFrom, p.Child("envFrom"))...)
 	errs = append(errs, resources(&c.Resources, p.Child("resources"))...)

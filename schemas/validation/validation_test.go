@@ -159,8 +159,6 @@ func TestPodRules(t *testing.T) {
 		{"stopSignal", c0 + ".lifecycle.stopSignal", "not supported", func(s *corev1.PodSpec) {
 			s.Containers[0].Lifecycle = &corev1.Lifecycle{StopSignal: ptr(corev1.SIGINT)}
 		}},
-		{"stdin", c0 + ".stdin", "not supported", func(s *corev1.PodSpec) { s.Containers[0].Stdin = true }},
-		{"tty", c0 + ".tty", "not supported", func(s *corev1.PodSpec) { s.Containers[0].TTY = true }},
 		{"termination message from logs", c0 + ".terminationMessagePolicy", "Unsupported value", func(s *corev1.PodSpec) {
 			s.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 		}},
@@ -176,6 +174,13 @@ func TestPodRules(t *testing.T) {
 		RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
 		StartupProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}}}
 	check(t, "init container and sidecar with a probe", sidecar, "", "")
+	// The node runs them; kube validates none of the three, stdinOnce without stdin included.
+	interactive := &corev1.Pod{ObjectMeta: meta("web"), Spec: podSpec()}
+	interactive.Spec.Containers[0].Stdin, interactive.Spec.Containers[0].StdinOnce, interactive.Spec.Containers[0].TTY = true, true, true
+	check(t, "stdin, stdinOnce and tty", interactive, "", "")
+	onceOnly := &corev1.Pod{ObjectMeta: meta("web"), Spec: podSpec()}
+	onceOnly.Spec.Containers[0].StdinOnce = true
+	check(t, "stdinOnce without stdin", onceOnly, "", "")
 	check(t, "pod name", &corev1.Pod{ObjectMeta: meta("Web"), Spec: podSpec()}, "metadata.name", "RFC 1123 subdomain")
 	check(t, "pod namespace", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: podSpec()}, "metadata.namespace", "Required value")
 }

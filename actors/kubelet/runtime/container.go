@@ -11,7 +11,6 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -32,6 +31,9 @@ type ContainerConfig struct {
 	Resources  corev1.ResourceRequirements
 	Mounts     []Mount
 	Security   Security
+	// Stdin gives the process a stdin that stays open for attached clients; StdinOnce closes
+	// it when the first one leaves; TTY gives it a terminal, whose output is one stream.
+	Stdin, StdinOnce, TTY bool
 }
 
 // Mount bind-mounts a host path (volumes prepared by the agent).
@@ -90,6 +92,15 @@ func (r *Runtime) StartContainer(ctx context.Context, sb *Sandbox, c ContainerCo
 		labelSandboxID: sb.ID, labelName: c.Name, labelAttempt: strconv.Itoa(c.Attempt),
 		labelLogPath: logPath, labelCgroup: cgroup,
 	}
+	switch {
+	case c.Stdin && c.StdinOnce:
+		labels[labelStdin] = "once"
+	case c.Stdin:
+		labels[labelStdin] = "open"
+	}
+	if c.TTY {
+		labels[labelTTY] = "true"
+	}
 	specOpts, err := containerSpecOpts(ctx, img, sb, c, cgroup)
 	if err != nil {
 		return nil, err
@@ -113,7 +124,7 @@ func (r *Runtime) StartContainer(ctx context.Context, sb *Sandbox, c ContainerCo
 			_ = r.deleteContainer(context.WithoutCancel(ctx), cont)
 		}
 	}()
-	task, err := r.startTask(ctx, cont, logPath)
+	task, err := r.startTask(ctx, cont, sb.PodUID, logPath, c)
 	if err != nil {
 		return nil, err
 	}
@@ -126,12 +137,24 @@ func (r *Runtime) StartContainer(ctx context.Context, sb *Sandbox, c ContainerCo
 		Pid: task.Pid(), LogPath: logPath, StartedAt: started}, nil
 }
 
-func (r *Runtime) startTask(ctx context.Context, cont containerd.Container, logPath string) (_ containerd.Task, err error) {
+func (r *Runtime) startTask(ctx context.Context, cont containerd.Container, podUID, logPath string, c ContainerConfig) (_ containerd.Task, err error) {
 	ctx, end := op(ctx, "start container", containerAttr(cont.ID()))
 	defer end(&err)
-	task, err := cont.NewTask(ctx, cio.LogFile(logPath))
+	sio, err := r.openStdio(podUID, cont.ID(), logPath, c.Stdin, c.TTY)
 	if err != nil {
+		return nil, err
+	}
+	task, err := cont.NewTask(ctx, sio.creator())
+	if err != nil {
+		sio.close()
 		return nil, fmt.Errorf("create task: %w", err)
+	}
+	// The shim has its ends now; the task's deletion releases ours (deleteTask).
+	if sio.output != nil {
+		go copyTerminalLog(sio.output, sio.cfg.Stdout, logPath)
+	}
+	if sio.stdin != nil {
+		r.keepStdin(cont.ID(), &stdinPipe{w: sio.stdin, path: sio.cfg.Stdin, once: c.StdinOnce, tty: c.TTY})
 	}
 	if err := task.Start(ctx); err != nil {
 		return nil, fmt.Errorf("start task: %w", err)
@@ -205,6 +228,9 @@ func containerSpecOpts(ctx context.Context, img containerd.Image, sb *Sandbox, c
 		opts = append(opts, oci.WithCPUCFS(lim.CPUQuota, lim.CPUPeriod))
 	}
 	opts = append(opts, oci.WithCPUShares(lim.CPUShares))
+	if c.TTY {
+		opts = append(opts, oci.WithTTY) // after the env: it adds TERM
+	}
 	return append(opts, securityOpts(ispec.Config.User, c.Security)...), nil
 }
 
@@ -309,6 +335,7 @@ func (r *Runtime) deleteContainer(ctx context.Context, c containerd.Container) (
 
 // deleteTask removes a container's task (its shim and cgroup go with it); the container stays.
 func (r *Runtime) deleteTask(ctx context.Context, c containerd.Container) error {
+	r.dropStdin(c.ID())
 	task, err := c.Task(ctx, nil)
 	if errdefs.IsNotFound(err) {
 		return nil

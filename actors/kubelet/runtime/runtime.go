@@ -63,6 +63,8 @@ const (
 	labelStartedAt = "skiff.sh/started-at"
 	labelOOM       = "skiff.sh/oom-killed"
 	labelFinished  = "skiff.sh/finished" // on a sandbox: FinishSandbox ran
+	labelStdin     = "skiff.sh/stdin"    // on a container with stdin: "open", or "once" for stdinOnce
+	labelTTY       = "skiff.sh/tty"      // on a container with a terminal: "true"
 
 	roleSandbox   = "sandbox"
 	roleContainer = "container"
@@ -80,6 +82,9 @@ type Runtime struct {
 	cniMu    sync.Mutex
 	cgroupV2 bool
 	locks    keyedMutex
+	// stdins hold the write end of each stdin container's FIFO, by container id.
+	stdinMu sync.Mutex
+	stdins  map[string]*stdinPipe
 }
 
 // New connects to containerd (starting it when Options.Socket is empty) and
@@ -124,6 +129,10 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 	if err != nil {
 		r.stopDaemon()
 		return nil, fmt.Errorf("connect containerd: %w", err)
+	}
+	if err := r.resumeTerminalLogs(ctx); err != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("resume terminal logs: %w", err)
 	}
 	return r, nil
 }

@@ -49,6 +49,8 @@ type ContainerStatus struct {
 	StartedAt  time.Time
 	FinishedAt time.Time
 	LogPath    string
+	// As created: a stdin for attached clients (StdinOnce: until the first leaves), a terminal.
+	Stdin, StdinOnce, TTY bool
 }
 
 // List returns every sandbox and container of this runtime's namespace,
@@ -104,6 +106,7 @@ func (r *Runtime) List(ctx context.Context) (_ []SandboxStatus, err error) {
 func (r *Runtime) containerStatus(ctx context.Context, c containerd.Container, labels map[string]string, image string) ContainerStatus {
 	cs := ContainerStatus{ID: c.ID(), Name: labels[labelName], Image: image, LogPath: labels[labelLogPath], State: StateUnknown}
 	cs.Attempt, _ = strconv.Atoi(labels[labelAttempt])
+	cs.Stdin, cs.StdinOnce, cs.TTY = labels[labelStdin] != "", labels[labelStdin] == "once", labels[labelTTY] == "true"
 	cs.StartedAt, _ = time.Parse(time.RFC3339Nano, labels[labelStartedAt])
 	task, err := c.Task(ctx, nil)
 	if errdefs.IsNotFound(err) {
