@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	containerd "github.com/containerd/containerd/v2/client"
 )
 
 // Stdin is one attached client's way into a container's stdin. Several clients may write at
@@ -29,7 +31,22 @@ func (s *Stdin) EndsAttach() bool { return !s.pipe.once || s.pipe.tty }
 func (s *Stdin) Detach() {
 	if s.pipe.once && !s.pipe.tty {
 		s.r.dropStdin(s.id)
+		// The shim holds the process's end open past the FIFO's EOF until told.
+		_ = s.r.closeStdin(s.id)
 	}
+}
+
+func (r *Runtime) closeStdin(id string) error {
+	ctx := r.ctx(context.Background())
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return err
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		return err
+	}
+	return task.CloseIO(ctx, containerd.WithStdinCloser)
 }
 
 // AttachStdin gives a client container id's stdin. It fails for a container created without
