@@ -84,6 +84,16 @@ spec:
   containers:
   - name: echo
     image: skiff.local/httpecho:v1
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: stdin-echo, labels: {app: stdin-echo}}
+spec:
+  containers:
+  - name: echo
+    image: skiff.local/httpecho:v1
+    args: [-interactive]
+    stdin: true
 `)
 	n.waitReady(t, "app=debug", 1)
 	kubectl := testutil.BuildBinary(t, "./services/kubectl")
@@ -190,6 +200,82 @@ spec:
 		}
 	})
 
+	for proto, env := range protocols {
+		t.Run("attach -i feeds a stdin container, a second attach sees its output, over "+proto, func(t *testing.T) {
+			n.waitReady(t, "app=stdin-echo", 1)
+			watch := kubectlCmd(t, kubectl, n, "attach", "stdin-echo")
+			watch.Env = append(watch.Env, env...)
+			var watched liveOutput
+			watch.Stdout, watch.Stderr = &watched, &watched
+			if err := watch.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = watch.Process.Kill(); _ = watch.Wait() }()
+
+			attachLines(t, kubectlCmd(t, kubectl, n, "attach", "-i", "stdin-echo"), env, proto+"-1", proto+"-2")
+			watched.waitFor(t, "echo: "+proto+"-2")
+			// The client left, the container runs on with its stdin open for the next one.
+			attachLines(t, kubectlCmd(t, kubectl, n, "attach", "-i", "stdin-echo"), env, proto+"-3")
+			if p := n.pods(t, "app=stdin-echo"); len(p) != 1 || p[0].Status.Phase != "Running" || p[0].Status.ContainerStatuses[0].RestartCount != 0 {
+				t.Fatalf("after the attaches: %+v", p)
+			}
+		})
+	}
+
+	t.Run("run -i --rm returns the output and removes the pod", func(t *testing.T) {
+		cmd := kubectlCmd(t, kubectl, n, "run", "run-once", "-i", "--rm", "--restart=Never",
+			"--image=skiff.local/httpecho:v1", "--", "-interactive")
+		// The end of its input is the end of the program: stdinOnce closes its stdin.
+		cmd.Stdin = strings.NewReader("from-run\n")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "echo: from-run") || !strings.Contains(string(out), `pod "run-once" deleted`) {
+			t.Fatalf("kubectl run -i --rm: %v %q", err, out)
+		}
+		if out, err := kubectlCmd(t, kubectl, n, "get", "pod", "run-once").CombinedOutput(); err == nil || !strings.Contains(string(out), "NotFound") {
+			t.Fatalf("the pod after run --rm: %v %q", err, out)
+		}
+	})
+
+	t.Run("run -it --rm gives a terminal that resizes", func(t *testing.T) {
+		cmd := kubectlCmd(t, kubectl, n, "run", "run-tty", "-it", "--rm", "--restart=Never",
+			"--image=skiff.local/httpecho:v1", "--", "-interactive")
+		ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 90, Rows: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ptmx.Close()
+		var out liveOutput
+		go func() { _, _ = io.Copy(&out, ptmx) }()
+		// Its first line may be written before kubectl attaches: ask for the size until seen.
+		testutil.Eventually(t, 60*time.Second, 300*time.Millisecond, func() error {
+			_, _ = ptmx.Write([]byte("size\r"))
+			if !strings.Contains(out.String(), "size=90x30") {
+				return fmt.Errorf("no terminal size yet: %q", out.String())
+			}
+			return nil
+		})
+		if err := pty.Setsize(ptmx, &pty.Winsize{Cols: 120, Rows: 45}); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 20*time.Second, 200*time.Millisecond, func() error {
+			_, _ = ptmx.Write([]byte("size\r"))
+			if !strings.Contains(out.String(), "size=120x45") {
+				return fmt.Errorf("no resize yet: %q", out.String())
+			}
+			return nil
+		})
+		_, _ = ptmx.Write([]byte("exit 0\r"))
+		if code := exitCode(cmd.Wait()); code != 0 {
+			t.Fatalf("kubectl run -it: exit %d; output %q", code, out.String())
+		}
+		testutil.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
+			if out, err := kubectlCmd(t, kubectl, n, "get", "pod", "run-tty").CombinedOutput(); err == nil || !strings.Contains(string(out), "NotFound") {
+				return fmt.Errorf("the pod after run -it --rm: %v %q", err, out)
+			}
+			return nil
+		})
+	})
+
 	t.Run("logs --tail and --limit-bytes; by time refused", func(t *testing.T) {
 		if local == 0 {
 			t.Skip("needs the port-forward")
@@ -281,6 +367,44 @@ func execTTY(t *testing.T, cmd *exec.Cmd, env []string) {
 	_, _ = ptmx.Write([]byte("exit 7\r"))
 	if code := exitCode(cmd.Wait()); code != 7 {
 		t.Fatalf("kubectl exec -it: exit %d, want 7; output %q", code, out.String())
+	}
+}
+
+// attachLines runs kubectl attach -i, sends each line and waits for its echo while stdin is
+// still open, then closes stdin: the attach ends and kubectl exits 0.
+func attachLines(t *testing.T, cmd *exec.Cmd, env []string, lines ...string) {
+	t.Helper()
+	cmd.Env = append(cmd.Env, env...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out liveOutput
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill() }()
+	for _, line := range lines {
+		// kubectl sends nothing before its streams are up: send until the answer shows.
+		testutil.Eventually(t, 20*time.Second, 500*time.Millisecond, func() error {
+			if strings.Contains(out.String(), "echo: "+line) {
+				return nil
+			}
+			fmt.Fprintln(stdin, line)
+			return fmt.Errorf("no echo of %q yet: %q", line, out.String())
+		})
+	}
+	stdin.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("kubectl attach -i after stdin closed: %v %q", err, out.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("kubectl attach -i did not end with its stdin: %q", out.String())
 	}
 }
 
