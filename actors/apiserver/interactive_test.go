@@ -15,9 +15,6 @@ func TestStreamingRequestsRefuseWhatTheyCannotServe(t *testing.T) {
 		{"POST", pod + "/exec?command=ls&stdin=maybe", "stdin: "},
 		{"GET", pod + "/attach?stdout=false", "stdin, stdout, stderr: "},
 		{"POST", pod + "/exec?stdout=true", "command: "},
-		{"GET", pod + "/attach?stdin=true&stdout=true", "stdin: "},
-		{"GET", pod + "/attach?tty=true&stdout=true", "tty: "},
-		{"GET", pod + "/attach?stdout=true", "attach needs a streaming connection"},
 		{"GET", pod + "/portforward?ports=80", "port-forward needs a streaming connection"},
 		{"GET", pod + "/log?timestamps=true", "timestamps: "},
 		{"GET", pod + "/log?sinceSeconds=10", "sinceSeconds: "},
@@ -27,6 +24,26 @@ func TestStreamingRequestsRefuseWhatTheyCannotServe(t *testing.T) {
 		code, out := a.do(c.method, c.path, "", "")
 		if msg, _ := out["message"].(string); code != 400 || !strings.HasPrefix(msg, c.field) {
 			t.Errorf("%s %s: got %d %q, want 400 starting %q", c.method, c.path, code, msg, c.field)
+		}
+	}
+}
+
+// Attach takes stdin only from a container created with it; the terminal is the container's
+// choice, not the request's, so tty=true is no refusal; without an upgrade nothing streams.
+func TestAttachChecksTheContainer(t *testing.T) {
+	a, _ := newAPI(t)
+	a.mustDo(201, "POST", podsPath, "application/json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"run"},"spec":{"nodeName":"n1","containers":[{"name":"plain","image":"img"},{"name":"reads","image":"img","stdin":true,"tty":true}]}}`)
+	attach := podsPath + "/run/attach?stdout=true&"
+	for _, c := range []struct{ query, want string }{
+		{"stdin=true&container=plain", `stdin: container "plain" was created without stdin`},
+		{"stdin=true&container=reads", "attach needs a streaming connection"},
+		{"tty=true&container=plain", "attach needs a streaming connection"},
+		{"container=plain", "attach needs a streaming connection"},
+		{"container=nope", "container nope is not valid for pod run"},
+	} {
+		code, out := a.do("GET", attach+c.query, "", "")
+		if msg, _ := out["message"].(string); code != 400 || !strings.HasPrefix(msg, c.want) {
+			t.Errorf("attach?%s: got %d %q, want 400 starting %q", c.query, code, msg, c.want)
 		}
 	}
 }

@@ -190,21 +190,23 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, k *schemas.
 	case err != nil:
 	case requireStream(opts) != nil:
 		err = requireStream(opts)
-	case !isStreamUpgrade(r):
-		err = badRequest("attach needs a streaming connection (a WebSocket or SPDY upgrade, as kubectl attach makes)")
 	}
 	pod, container, ok := s.checkedPodContainer(w, r, k, info, err)
 	if !ok {
 		return
 	}
 	spec := specContainer(pod, container)
-	if spec == nil {
-		writeError(w, badRequest("container %s is not valid for pod %s", container, pod.Name))
-		return
+	switch {
+	case spec == nil:
+		err = badRequest("container %s is not valid for pod %s", container, pod.Name)
+	case opts.Stdin && !spec.Stdin:
+		// The CRI drops such input unread; refused here so the client knows it goes nowhere.
+		err = badRequest("stdin: container %q was created without stdin (spec.containers[].stdin is false), so there is none to attach to", container)
+	case !isStreamUpgrade(r):
+		err = badRequest("attach needs a streaming connection (a WebSocket or SPDY upgrade, as kubectl attach makes)")
 	}
-	// The CRI drops such input unread; refused here so the client knows it goes nowhere.
-	if opts.Stdin && !spec.Stdin {
-		writeError(w, badRequest("stdin: container %q was created without stdin (spec.containers[].stdin is false), so there is none to attach to", container))
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	opts.TTY = spec.TTY
