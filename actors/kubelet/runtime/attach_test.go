@@ -132,3 +132,43 @@ func TestTerminalContainerLogsAndResizes(t *testing.T) {
 		t.Errorf("terminal container after a client left: %+v", st)
 	}
 }
+
+// A terminal's output written while no runtime copies it (the agent restarting) waits in the
+// FIFO and reaches the log once the next runtime starts.
+func TestTerminalOutputWaitsForTheNextRuntime(t *testing.T) {
+	f := env(t)
+	ctx := context.Background()
+	first, err := New(ctx, f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := first.RunSandbox(ctx, SandboxConfig{PodUID: "uid-restart-tty-" + randHex(4), PodName: "restart-tty", PodNamespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.rt.StopSandbox(context.Background(), sb.PodUID) })
+	c, err := first.StartContainer(ctx, sb, ContainerConfig{Name: "web", Image: testImage, Args: []string{"-interactive"}, Stdin: true, TTY: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, c, "tty=true")
+	in, err := first.AttachStdin(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The stdin's write end lives in this process still, so the process can be asked to speak.
+	_, _ = io.WriteString(in, "while-down\r")
+	time.Sleep(500 * time.Millisecond)
+	if b, _ := os.ReadFile(c.LogPath); strings.Contains(string(b), "echo: while-down") {
+		t.Fatal("the output reached the log with no runtime copying it: the test proves nothing")
+	}
+	next, err := New(ctx, f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	waitLog(t, c, "echo: while-down")
+}

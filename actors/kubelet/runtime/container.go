@@ -151,7 +151,7 @@ func (r *Runtime) startTask(ctx context.Context, cont containerd.Container, podU
 	}
 	// The shim has its ends now; the task's deletion releases ours (deleteTask).
 	if sio.output != nil {
-		go copyTerminalLog(sio.output, sio.cfg.Stdout, logPath)
+		go r.copyTerminalLog(cont.ID(), sio.output, sio.cfg.Stdout, logPath)
 	}
 	if sio.stdin != nil {
 		r.keepStdin(cont.ID(), &stdinPipe{w: sio.stdin, path: sio.cfg.Stdin, once: c.StdinOnce, tty: c.TTY})

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -85,6 +86,9 @@ type Runtime struct {
 	// stdins hold the write end of each stdin container's FIFO, by container id.
 	stdinMu sync.Mutex
 	stdins  map[string]*stdinPipe
+	// terminals are the log copies of terminal containers' output, by container id.
+	termMu    sync.Mutex
+	terminals map[string]io.Closer
 }
 
 // New connects to containerd (starting it when Options.Socket is empty) and
@@ -138,8 +142,9 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 }
 
 // Close disconnects; a daemon started by New is stopped (its containers keep
-// running in their shims).
+// running in their shims). Terminal output waits in its FIFOs for the next runtime (New).
 func (r *Runtime) Close() error {
+	r.stopTerminalLogs()
 	err := r.client.Close()
 	r.stopDaemon()
 	return err

@@ -98,17 +98,39 @@ func (r *Runtime) openStdio(podUID, id, logPath string, stdin, tty bool) (*stdio
 }
 
 // copyTerminalLog appends a terminal's output to the log until the shim closes its FIFO (the
-// process exited), then removes the FIFO.
-func copyTerminalLog(output io.ReadCloser, fifoPath, logPath string) {
-	defer output.Close()
+// process exited), then removes the FIFO; or until the runtime closes, leaving the FIFO for
+// the next one to resume.
+func (r *Runtime) copyTerminalLog(id string, output io.ReadCloser, fifoPath, logPath string) {
+	r.termMu.Lock()
+	if r.terminals == nil {
+		r.terminals = map[string]io.Closer{}
+	}
+	r.terminals[id] = output
+	r.termMu.Unlock()
+	defer func() {
+		r.termMu.Lock()
+		delete(r.terminals, id)
+		r.termMu.Unlock()
+		_ = output.Close()
+	}()
 	f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		_, _ = io.Copy(io.Discard, output) // never block the terminal on a log that cannot open
 		return
 	}
 	defer f.Close()
-	_, _ = io.Copy(f, output)
-	_ = os.Remove(fifoPath)
+	if _, err := io.Copy(f, output); err == nil {
+		_ = os.Remove(fifoPath)
+	}
+}
+
+// stopTerminalLogs ends this runtime's copies; the output waits in the FIFOs.
+func (r *Runtime) stopTerminalLogs() {
+	r.termMu.Lock()
+	defer r.termMu.Unlock()
+	for _, c := range r.terminals {
+		_ = c.Close()
+	}
 }
 
 // resumeTerminalLogs restarts the copy of each running terminal container's output, which
@@ -132,7 +154,7 @@ func (r *Runtime) resumeTerminalLogs(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		go copyTerminalLog(out, path, info.Labels[labelLogPath])
+		go r.copyTerminalLog(c.ID(), out, path, info.Labels[labelLogPath])
 	}
 	return nil
 }
