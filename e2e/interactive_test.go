@@ -239,35 +239,7 @@ spec:
 	t.Run("run -it --rm gives a terminal that resizes", func(t *testing.T) {
 		cmd := kubectlCmd(t, kubectl, n, "run", "run-tty", "-it", "--rm", "--restart=Never",
 			"--image=skiff.local/httpecho:v1", "--", "-interactive")
-		ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 90, Rows: 30})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ptmx.Close()
-		var out liveOutput
-		go func() { _, _ = io.Copy(&out, ptmx) }()
-		// Its first line may be written before kubectl attaches: ask for the size until seen.
-		testutil.Eventually(t, 60*time.Second, 300*time.Millisecond, func() error {
-			_, _ = ptmx.Write([]byte("size\r"))
-			if !strings.Contains(out.String(), "size=90x30") {
-				return fmt.Errorf("no terminal size yet: %q", out.String())
-			}
-			return nil
-		})
-		if err := pty.Setsize(ptmx, &pty.Winsize{Cols: 120, Rows: 45}); err != nil {
-			t.Fatal(err)
-		}
-		testutil.Eventually(t, 20*time.Second, 200*time.Millisecond, func() error {
-			_, _ = ptmx.Write([]byte("size\r"))
-			if !strings.Contains(out.String(), "size=120x45") {
-				return fmt.Errorf("no resize yet: %q", out.String())
-			}
-			return nil
-		})
-		_, _ = ptmx.Write([]byte("exit 0\r"))
-		if code := exitCode(cmd.Wait()); code != 0 {
-			t.Fatalf("kubectl run -it: exit %d; output %q", code, out.String())
-		}
+		driveTerminal(t, cmd, nil, 0)
 		testutil.Eventually(t, 30*time.Second, 200*time.Millisecond, func() error {
 			if out, err := kubectlCmd(t, kubectl, n, "get", "pod", "run-tty").CombinedOutput(); err == nil || !strings.Contains(string(out), "NotFound") {
 				return fmt.Errorf("the pod after run -it --rm: %v %q", err, out)
@@ -344,6 +316,16 @@ var protocols = map[string][]string{
 
 // execTTY drives kubectl exec -it of httpecho -interactive through a pseudo-terminal.
 func execTTY(t *testing.T, cmd *exec.Cmd, env []string) {
+	if out := driveTerminal(t, cmd, env, 7); !strings.Contains(out, "tty=true size=80x24") {
+		t.Fatalf("kubectl exec -it: the command's first line is not on an 80x24 terminal: %q", out)
+	}
+}
+
+// driveTerminal runs kubectl (exec -it or run -it of httpecho -interactive) on an 80x24
+// pseudo-terminal: the container sees that size and then a resize, and "exit <code>" ends
+// kubectl with code. It returns what kubectl printed.
+func driveTerminal(t *testing.T, cmd *exec.Cmd, env []string, code int) string {
+	t.Helper()
 	cmd.Env = append(cmd.Env, env...)
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 80, Rows: 24})
 	if err != nil {
@@ -352,22 +334,26 @@ func execTTY(t *testing.T, cmd *exec.Cmd, env []string) {
 	defer ptmx.Close()
 	var out liveOutput
 	go func() { _, _ = io.Copy(&out, ptmx) }()
-	out.waitFor(t, "tty=true size=80x24")
+	// Asked until answered: kubectl sends the size as it connects and on SIGWINCH.
+	askSize := func(want string) {
+		testutil.Eventually(t, 60*time.Second, 200*time.Millisecond, func() error {
+			_, _ = ptmx.Write([]byte("size\r"))
+			if !strings.Contains(out.String(), want) {
+				return fmt.Errorf("no %s yet: %q", want, out.String())
+			}
+			return nil
+		})
+	}
+	askSize("size=80x24")
 	if err := pty.Setsize(ptmx, &pty.Winsize{Cols: 132, Rows: 40}); err != nil {
 		t.Fatal(err)
 	}
-	// kubectl sends the size on SIGWINCH; ask until the container sees it.
-	testutil.Eventually(t, 20*time.Second, 200*time.Millisecond, func() error {
-		_, _ = ptmx.Write([]byte("size\r"))
-		if !strings.Contains(out.String(), "size=132x40") {
-			return fmt.Errorf("no resize yet: %q", out.String())
-		}
-		return nil
-	})
-	_, _ = ptmx.Write([]byte("exit 7\r"))
-	if code := exitCode(cmd.Wait()); code != 7 {
-		t.Fatalf("kubectl exec -it: exit %d, want 7; output %q", code, out.String())
+	askSize("size=132x40")
+	fmt.Fprintf(ptmx, "exit %d\r", code)
+	if got := exitCode(cmd.Wait()); got != code {
+		t.Fatalf("%v: exit %d, want %d; output %q", cmd.Args, got, code, out.String())
 	}
+	return out.String()
 }
 
 // attachLines runs kubectl attach -i, sends each line and waits for its echo while stdin is

@@ -38,15 +38,20 @@ func (s *Stdin) Detach() {
 
 func (r *Runtime) closeStdin(id string) error {
 	ctx := r.ctx(context.Background())
-	c, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return err
-	}
-	task, err := c.Task(ctx, nil)
+	task, err := r.loadTask(ctx, id)
 	if err != nil {
 		return err
 	}
 	return task.CloseIO(ctx, containerd.WithStdinCloser)
+}
+
+// loadTask is container id's task; ctx carries the runtime's namespace.
+func (r *Runtime) loadTask(ctx context.Context, id string) (containerd.Task, error) {
+	c, err := r.client.LoadContainer(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return c.Task(ctx, nil)
 }
 
 // AttachStdin gives a client container id's stdin. It fails for a container created without
@@ -77,11 +82,7 @@ func (r *Runtime) AttachStdin(ctx context.Context, id string) (*Stdin, error) {
 // ResizeTerminal sets the size of container id's terminal.
 func (r *Runtime) ResizeTerminal(ctx context.Context, id string, size TerminalSize) error {
 	ctx = r.ctx(ctx)
-	c, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return err
-	}
-	task, err := c.Task(ctx, nil)
+	task, err := r.loadTask(ctx, id)
 	if err != nil {
 		return err
 	}

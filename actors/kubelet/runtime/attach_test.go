@@ -71,9 +71,7 @@ func TestAttachStdinStaysOpenAcrossClients(t *testing.T) {
 // stdinOnce: the first client's leaving is the process's EOF, and no client attaches after.
 func TestAttachStdinOnceClosesAfterFirstClient(t *testing.T) {
 	f := env(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	evs := f.rt.Events(ctx)
+	evs := f.rt.Events(t.Context())
 	sb := newPod(t, f, "stdin-once")
 	c := start(t, f, sb, ContainerConfig{Args: []string{"-interactive"}, Stdin: true, StdinOnce: true})
 	waitLog(t, c, "tty=false")
@@ -89,7 +87,7 @@ func TestAttachStdinOnceClosesAfterFirstClient(t *testing.T) {
 	if ev := waitEvent(t, evs, c.ID, EventExit); ev.ExitCode != 0 {
 		t.Errorf("exit after stdin closed: %+v", ev)
 	}
-	if _, err := f.rt.AttachStdin(ctx, c.ID); err == nil || !strings.Contains(err.Error(), "closed") {
+	if _, err := f.rt.AttachStdin(t.Context(), c.ID); err == nil || !strings.Contains(err.Error(), "closed") {
 		t.Errorf("attaching after the first client left: %v, want stdin closed", err)
 	}
 }

@@ -151,11 +151,7 @@ func (r *Runtime) exitReason(labels map[string]string, code int) string {
 // IsRunning says whether container id's process runs: one container asked, not a list.
 func (r *Runtime) IsRunning(ctx context.Context, id string) bool {
 	ctx = r.ctx(ctx)
-	c, err := r.client.LoadContainer(ctx, id)
-	if err != nil {
-		return false
-	}
-	task, err := c.Task(ctx, nil)
+	task, err := r.loadTask(ctx, id)
 	if err != nil {
 		return false
 	}
