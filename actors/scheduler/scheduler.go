@@ -36,7 +36,7 @@ const FaultEvent = "scheduler event"
 type Config struct {
 	Informers *informer.Factory // the process's shared informers (required); their actor runs them
 	Client    *apiclient.Client
-	Binders   int // concurrent binds (and status writes) in flight; default 32
+	Binders   int // concurrent binds (and status writes) in flight; default 256
 	Options   framework.Options
 	OnBind    func(pod, node string) // test hook, may be nil
 }
@@ -56,7 +56,7 @@ func NewActor(cfg Config) func() actorkit.Actor {
 		panic("scheduler: Config.Informers is required")
 	}
 	if cfg.Binders == 0 {
-		cfg.Binders = 32
+		cfg.Binders = 256
 	}
 	st := &state{cfg: cfg, recorder: events.New(cfg.Client, Name, ""),
 		pods:  informer.Shared[*corev1.Pod](cfg.Informers, "", "pods"),

@@ -41,7 +41,10 @@ type controller struct {
 
 	mu    sync.Mutex
 	addrs map[string][]string // node name -> its LoadBalancer addresses
-	all   []string            // every node's, sorted and unique
+	// all is every node's, sorted and unique, rebuilt by the first sync that needs it after a
+	// change: registering thousands of nodes must not sort them all once per node.
+	all      []string
+	allStale bool
 }
 
 // New returns the producer of the controller actor; its queue holds Service keys.
@@ -129,12 +132,7 @@ func (c *controller) nodeChanged(n *corev1.Node, gone bool) {
 	} else {
 		c.addrs[n.Name] = addrs
 	}
-	var all []string
-	for _, as := range c.addrs {
-		all = append(all, as...)
-	}
-	slices.SortFunc(all, compareAddrs)
-	c.all = slices.Compact(all)
+	c.allStale = true
 	c.mu.Unlock()
 	for _, s := range c.svcs.ByIndex(byType, string(corev1.ServiceTypeLoadBalancer)) {
 		c.queue.Add(controllerkit.KeyOf(s))
@@ -166,6 +164,27 @@ func compareAddrs(a, b string) int {
 	return netip.MustParseAddr(a).Compare(netip.MustParseAddr(b))
 }
 
+// allAddrs returns every node's addresses, sorted and unique; c.mu is held.
+func (c *controller) allAddrs() []string {
+	if !c.allStale {
+		return c.all
+	}
+	var all []netip.Addr
+	for _, as := range c.addrs {
+		for _, a := range as {
+			all = append(all, netip.MustParseAddr(a)) // lbAddresses keeps only parsable ones
+		}
+	}
+	slices.SortFunc(all, netip.Addr.Compare)
+	all = slices.Compact(all)
+	c.all = make([]string, len(all))
+	for i, a := range all {
+		c.all[i] = a.String()
+	}
+	c.allStale = false
+	return c.all
+}
+
 func (c *controller) sync(ctx context.Context, key string) error {
 	ns, name := controllerkit.SplitKey(key)
 	svc, ok := c.svcs.Get(ns, name)
@@ -175,7 +194,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	var ingress []corev1.LoadBalancerIngress
 	if isLB(svc) && c.holdsPorts(svc) {
 		c.mu.Lock()
-		for _, a := range c.all {
+		for _, a := range c.allAddrs() {
 			ingress = append(ingress, corev1.LoadBalancerIngress{IP: a, IPMode: ptrTo(corev1.LoadBalancerIPModeVIP)})
 		}
 		c.mu.Unlock()
