@@ -6,3 +6,23 @@ import "github.com/cilium/ebpf"
 func Programs(d *Dataplane) (ingress, egress *ebpf.Program) {
 	return d.objs.SkiffNpIngress, d.objs.SkiffNpEgress
 }
+
+// SlotsAndMembers counts the entries of the slot and member maps, so tests see what a change
+// leaves behind.
+func SlotsAndMembers(d *Dataplane) (slots, members int, err error) {
+	if slots, err = count(d.objs.NpBackends); err != nil {
+		return 0, 0, err
+	}
+	members, err = count(d.objs.NpMembers)
+	return slots, members, err
+}
+
+func count(m *ebpf.Map) (int, error) {
+	var n int
+	var k, v []byte
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		n++
+	}
+	return n, it.Err()
+}
