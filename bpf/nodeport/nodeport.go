@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -177,38 +178,25 @@ func netInterface(name string) (int, error) {
 
 // Close releases the programs and maps. Pinned links and maps stay and keep translating
 // until the next Load adopts them; Remove deletes them.
-func (d *Dataplane) Close() error {
+func (d *Dataplane) Close() error { return d.release(false) }
+
+// Remove detaches the programs and deletes everything pinned, then closes.
+func (d *Dataplane) Remove() error { return d.release(true) }
+
+func (d *Dataplane) release(remove bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil
 	}
 	d.closed = true
-	var errs []error
-	for name, ls := range d.links {
-		errs = append(errs, lb.CloseLinks(ls))
-		delete(d.links, name)
-	}
-	errs = append(errs, d.objs.Close())
-	return errors.Join(errs...)
-}
-
-// Remove detaches the programs and deletes everything pinned, then closes.
-func (d *Dataplane) Remove() error {
-	d.mu.Lock()
-	var errs []error
-	if !d.closed && d.pinPath != "" {
-		for _, ls := range d.links {
-			errs = append(errs, lb.UnpinLinks(ls))
-		}
-		for _, m := range []*ebpf.Map{d.objs.NpServices, d.objs.NpBackends, d.objs.NpMembers, d.objs.NpCt, d.objs.NpRev} {
-			errs = append(errs, m.Unpin())
-		}
-		errs = append(errs, os.RemoveAll(filepath.Join(d.pinPath, "links")))
-	}
-	d.mu.Unlock()
-	errs = append(errs, d.Close())
-	return errors.Join(errs...)
+	o := &d.objs
+	return lb.Release(lb.Held{
+		Links:   d.links,
+		Pinned:  []*ebpf.Map{o.NpServices, o.NpBackends, o.NpMembers, o.NpCt, o.NpRev},
+		PinDir:  d.pinPath,
+		Closers: []io.Closer{o},
+	}, remove)
 }
 
 var errClosed = errors.New("nodeport: dataplane is closed")
