@@ -26,3 +26,22 @@ func count(m *ebpf.Map) (int, error) {
 	}
 	return n, it.Err()
 }
+
+// LeaveHalfDone writes what a Set stopped between its slot writes and its flip leaves: a slot
+// in k's unused bank and a member of no set.
+func LeaveHalfDone(d *Dataplane, k Key, b Backend) error {
+	raw, err := k.raw()
+	if err != nil {
+		return err
+	}
+	var cur npNpSvc
+	if err := d.objs.NpServices.Lookup(&raw, &cur); err != nil {
+		return err
+	}
+	sk := npNpSlotKey{Svc: raw, Bank: cur.Bank ^ 1, Idx: cur.Count + 5}
+	if err := d.objs.NpBackends.Put(&sk, b.raw()); err != nil {
+		return err
+	}
+	mk := memberKey(raw, b.raw())
+	return d.objs.NpMembers.Put(&mk, uint8(1))
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skiff-sh/skiff/bpf/lb"
 	"github.com/skiff-sh/skiff/bpf/nodeport"
+	"github.com/skiff-sh/skiff/testkit/cgrouptest"
 	"github.com/skiff-sh/skiff/testkit/needs"
 )
 
@@ -189,9 +190,14 @@ func backends(n int) []nodeport.Backend {
 
 func wantSlots(t *testing.T, d *nodeport.Dataplane, want int) {
 	t.Helper()
+	wantSlotsMembers(t, d, want, want)
+}
+
+func wantSlotsMembers(t *testing.T, d *nodeport.Dataplane, wantSlots, wantMembers int) {
+	t.Helper()
 	slots, members, err := nodeport.SlotsAndMembers(d)
-	if err != nil || slots != want || members != want {
-		t.Fatalf("slots %d, members %d (%v), want %d of each", slots, members, err, want)
+	if err != nil || slots != wantSlots || members != wantMembers {
+		t.Fatalf("slots %d, members %d (%v), want %d and %d", slots, members, err, wantSlots, wantMembers)
 	}
 }
 
@@ -266,4 +272,48 @@ func TestManyBackendsAllChosen(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSlots(t, d, 0)
+}
+
+// TestPinnedAdoptedAndSwept: a Load on the same pin directory adopts the entries (Dump reads
+// them back), sweeps what a Set stopped half way left, and Remove leaves nothing pinned.
+func TestPinnedAdoptedAndSwept(t *testing.T) {
+	if os.Geteuid() != 0 {
+		needs.Skip(t, "loading tc programs needs root")
+	}
+	pin := cgrouptest.MountBPFFS(t)
+	d1, err := nodeport.Load(nodeport.Options{PinPath: pin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := nodeport.Key{Addr: node, Port: 30091, Proto: lb.UDP}
+	bs := backends(100)
+	if err := d1.Set(key, bs); err != nil {
+		t.Fatal(err)
+	}
+	stray := nodeport.Backend{Addr: netip.MustParseAddr("10.9.9.9"), Port: 9, Local: true}
+	if err := nodeport.LeaveHalfDone(d1, key, stray); err != nil {
+		t.Fatal(err)
+	}
+	wantSlotsMembers(t, d1, 101, 101)
+	if err := d1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := nodeport.Load(nodeport.Options{PinPath: pin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	wantSlotsMembers(t, d2, 100, 100)
+	if es, err := d2.Dump(); err != nil || len(es) != 1 || !slices.Equal(es[0].Backends, bs) {
+		t.Fatalf("adopted dump: %d entries (%v), want the 100 backends", len(es), err)
+	}
+	if es, err := nodeport.DumpPinned(pin); err != nil || len(es) != 1 || len(es[0].Backends) != 100 {
+		t.Fatalf("DumpPinned: %d entries (%v)", len(es), err)
+	}
+	if err := d2.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pin); !os.IsNotExist(err) {
+		t.Fatalf("pin directory after Remove: %v", err)
+	}
 }
