@@ -23,12 +23,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
-
-#define ETH_P_IP 0x0800
-#define ETH_HLEN 14
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
-#define IPPROTO_SCTP 132
+#include "packet.h"
 
 #define TCX_NEXT -1
 #define TCX_DROP 2
@@ -45,20 +40,6 @@
 #define CT_REFRESH NSEC_PER_SEC
 
 char __license[] SEC("license") = "Dual MIT/GPL";
-
-// The IPv4 header (little-endian bitfields: the targets bpf2go builds for).
-struct iphdr {
-	__u8 ihl : 4, version : 4;
-	__u8 tos;
-	__be16 tot_len;
-	__be16 id;
-	__be16 frag_off;
-	__u8 ttl;
-	__u8 protocol;
-	__sum16 check;
-	__be32 saddr;
-	__be32 daddr;
-};
 
 struct endpoint {
 	__u32 flags; // EP_INGRESS, EP_EGRESS: isolated directions
@@ -184,24 +165,24 @@ static __always_inline int ct_live(struct ct_key *k, __u64 now)
 
 static __always_inline int check(struct __sk_buff *skb, __u8 dir)
 {
-	if (skb->protocol != bpf_htons(ETH_P_IP))
-		return TCX_NEXT; // ARP; pods have no IPv6 address to police
 	struct iphdr ip;
-	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)) < 0)
+	int ret = load_ipv4(skb, &ip);
+	if (ret > 0)
+		return TCX_NEXT; // ARP; pods have no IPv6 address to police
+	if (ret < 0)
 		return TCX_DROP;
 	struct ct_key fwd = {.saddr = ip.saddr, .daddr = ip.daddr, .proto = ip.protocol, .dir = dir};
 	int syn = 0;
-	__u32 l4 = ETH_HLEN + ip.ihl * 4;
-	int first = (ip.frag_off & bpf_htons(0x1fff)) == 0;
-	if (first && (ip.protocol == IPPROTO_TCP || ip.protocol == IPPROTO_UDP || ip.protocol == IPPROTO_SCTP)) {
+	int first = first_fragment(&ip);
+	if (first && has_ports(&ip)) {
 		__be16 ports[2];
-		if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) < 0)
+		if (load_ports(skb, &ip, ports))
 			return TCX_DROP;
 		fwd.sport = ports[0];
 		fwd.dport = ports[1];
 		if (ip.protocol == IPPROTO_TCP) {
 			__u8 flags;
-			if (bpf_skb_load_bytes(skb, l4 + 13, &flags, 1) < 0)
+			if (bpf_skb_load_bytes(skb, l4_offset(&ip) + 13, &flags, 1) < 0)
 				return TCX_DROP;
 			syn = (flags & 0x12) == 0x02; // SYN without ACK
 		}

@@ -15,51 +15,50 @@
 //   A reply to a SNATed flow is translated back and redirected to the client.
 // egress: a local backend's reply gets the node's address and port back.
 //
-// Flows are kept in LRU maps keyed by the 5-tuple in each direction, as
-// Cilium's nodeport.h keeps its CT and SNAT entries. IPv4 without IP options
+// An entry's backends are slots beside it (see np_svc), so an entry holds as
+// many as the socket LB's Services. Flows are kept in LRU maps keyed by the
+// 5-tuple in each direction, as Cilium's nodeport.h keeps its CT and SNAT
+// entries: an established flow keeps its backend while that stays a member. IPv4 without IP options
 // or fragments only; everything else passes untouched.
 
 #include <linux/bpf.h>
-#include <linux/if_ether.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include "packet.h"
 
 #define AF_INET 2
-#define IPPROTO_TCP 6
-#define IPPROTO_UDP 17
-#define NP_MAX_BACKENDS 64 // per entry; the proxy says when it cuts a larger set
-#define NP_LOCAL 1         // backend runs on this node
+#define NP_LOCAL 1 // backend runs on this node
 
-#define IP_OFF ETH_HLEN
-#define IP_CSUM_OFF (IP_OFF + 10)
-#define IP_SRC_OFF (IP_OFF + 12)
-#define IP_DST_OFF (IP_OFF + 16)
-#define L4_OFF (IP_OFF + 20)
+#define IP_CSUM_OFF (ETH_HLEN + 10)
+#define IP_SRC_OFF (ETH_HLEN + 12)
+#define IP_DST_OFF (ETH_HLEN + 16)
+#define L4_OFF (ETH_HLEN + 20)
 #define TCP_CSUM_OFF (L4_OFF + 16)
 #define UDP_CSUM_OFF (L4_OFF + 6)
 
 char __license[] SEC("license") = "Dual MIT/GPL";
-
-// The IPv4 header (linux/ip.h needs the target's asm headers); little-endian bitfields.
-struct iphdr {
-	__u8 ihl : 4, version : 4;
-	__u8 tos;
-	__be16 tot_len;
-	__be16 id;
-	__be16 frag_off;
-	__u8 ttl;
-	__u8 protocol;
-	__sum16 check;
-	__be32 saddr;
-	__be32 daddr;
-};
 
 struct np_key {
 	__be32 addr;
 	__be16 port;
 	__u8 proto;
 	__u8 pad;
+};
+
+// An entry's backends sit in slots (entry, bank, 0..count-1), as the socket
+// LB keeps a Service's (Cilium's service map + backend slots): a change is
+// written into the bank not in use and np_svc is flipped to it with one
+// update, so a packet sees the old set or the new one, of any size.
+struct np_svc {
+	__u32 count;
+	__u32 bank; // 0 or 1
+};
+
+struct np_slot_key {
+	struct np_key svc;
+	__u32 bank;
+	__u32 idx;
 };
 
 struct np_backend {
@@ -69,10 +68,12 @@ struct np_backend {
 	__u8 pad;
 };
 
-struct np_svc {
-	__u32 count;
-	__u32 pad;
-	struct np_backend be[NP_MAX_BACKENDS];
+// Set membership, so a tracked flow's backend is re-validated in O(1).
+struct np_member_key {
+	struct np_key svc;
+	__be32 addr;
+	__be16 port;
+	__u16 pad;
 };
 
 struct np_tuple {
@@ -101,6 +102,23 @@ struct {
 	__type(value, struct np_svc);
 } np_services SEC(".maps");
 
+// Slots of every entry's two banks; sized as the socket LB's backends map.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct np_slot_key);
+	__type(value, struct np_backend);
+} np_backends SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct np_member_key);
+	__type(value, __u8);
+} np_members SEC(".maps");
+
 // Forward flows: the client's tuple as it arrives -> its translation.
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -117,28 +135,24 @@ struct {
 	__type(value, struct np_nat);
 } np_rev SEC(".maps");
 
-// parse reads the IPv4 TCP/UDP tuple of skb; -1 for anything else.
+// parse reads the IPv4 TCP/UDP tuple of skb; -1 for anything else (IP
+// options and fragments included: the rewrite offsets assume neither).
 static __always_inline int parse(struct __sk_buff *skb, struct np_tuple *t)
 {
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-	struct iphdr *ip = data + IP_OFF;
-	__be16 *ports = data + L4_OFF;
+	struct iphdr ip;
+	__be16 ports[2];
 
-	if ((void *)(ports + 2) > end)
+	if (load_ipv4(skb, &ip) || ip.ihl != 5 || fragmented(&ip))
 		return -1;
-	if (eth->h_proto != bpf_htons(ETH_P_IP) || ip->ihl != 5)
+	if (ip.protocol != IPPROTO_TCP && ip.protocol != IPPROTO_UDP)
 		return -1;
-	if (ip->frag_off & bpf_htons(0x3fff)) // MF or an offset
+	if (load_ports(skb, &ip, ports))
 		return -1;
-	if (ip->protocol != IPPROTO_TCP && ip->protocol != IPPROTO_UDP)
-		return -1;
-	t->saddr = ip->saddr;
-	t->daddr = ip->daddr;
+	t->saddr = ip.saddr;
+	t->daddr = ip.daddr;
 	t->sport = ports[0];
 	t->dport = ports[1];
-	t->proto = ip->protocol;
+	t->proto = ip.protocol;
 	return 0;
 }
 
@@ -210,6 +224,33 @@ static __always_inline int snat_port(struct np_tuple *rk, const struct np_nat *r
 	return -1;
 }
 
+// pick draws a random backend of the entry's bank in use; 1 when the entry
+// is not ours, -1 when it has no backend. The entry is read once more if the
+// slot vanished under us (a concurrent change freed the bank we read).
+static __always_inline int pick(const struct np_key *key, struct np_backend *out)
+{
+	struct np_slot_key sk = {};
+	struct np_backend *b;
+	struct np_svc *svc;
+
+	sk.svc = *key;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		svc = bpf_map_lookup_elem(&np_services, key);
+		if (!svc)
+			return attempt ? -1 : 1;
+		if (svc->count == 0)
+			return -1; // no (local) endpoint: dropped, as kube-proxy does
+		sk.bank = svc->bank;
+		sk.idx = bpf_get_prandom_u32() % svc->count;
+		b = bpf_map_lookup_elem(&np_backends, &sk);
+		if (b) {
+			*out = *b;
+			return 0;
+		}
+	}
+	return -1;
+}
+
 // np_open picks a backend for a new flow and records both directions.
 static __always_inline int np_open(const struct np_tuple *t, struct np_nat *fwd)
 {
@@ -217,21 +258,14 @@ static __always_inline int np_open(const struct np_tuple *t, struct np_nat *fwd)
 	struct np_backend be;
 	struct np_tuple rk = {};
 	struct np_nat rev = {};
-	struct np_svc *svc;
-	__u32 idx;
+	int ret;
 
 	key.addr = t->daddr;
 	key.port = t->dport;
 	key.proto = t->proto;
-	svc = bpf_map_lookup_elem(&np_services, &key);
-	if (!svc)
-		return 1; // not ours
-	if (svc->count == 0)
-		return -1; // no (local) endpoint: dropped, as kube-proxy does
-	idx = bpf_get_prandom_u32() % svc->count;
-	if (idx >= NP_MAX_BACKENDS)
-		return -1;
-	be = svc->be[idx];
+	ret = pick(&key, &be);
+	if (ret)
+		return ret;
 
 	fwd->daddr = be.addr;
 	fwd->dport = be.port;
@@ -269,22 +303,14 @@ static __always_inline int np_open(const struct np_tuple *t, struct np_nat *fwd)
 // UDP client keeping its port would otherwise stay on the removed one).
 static __always_inline int current(const struct np_tuple *t, const struct np_nat *n)
 {
-	struct np_key key = {};
-	struct np_svc *svc;
+	struct np_member_key mk = {};
 
-	key.addr = t->daddr;
-	key.port = t->dport;
-	key.proto = t->proto;
-	svc = bpf_map_lookup_elem(&np_services, &key);
-	if (!svc)
-		return 0;
-	for (int i = 0; i < NP_MAX_BACKENDS; i++) {
-		if (i >= svc->count)
-			break;
-		if (svc->be[i].addr == n->daddr && svc->be[i].port == n->dport)
-			return 1;
-	}
-	return 0;
+	mk.svc.addr = t->daddr;
+	mk.svc.port = t->dport;
+	mk.svc.proto = t->proto;
+	mk.addr = n->daddr;
+	mk.port = n->dport;
+	return bpf_map_lookup_elem(&np_members, &mk) != NULL;
 }
 
 SEC("tc")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,54 +18,32 @@ import (
 // loads the programs afresh and adopts the pinned maps and links, so a restart changes
 // nothing a packet can see.
 func (e *Enforcer) Producer() func() actorkit.Actor {
-	return func() actorkit.Actor { return &enforcerActor{e: e} }
+	return func() actorkit.Actor {
+		a := &enforcerActor{e: e}
+		return &informer.WorkLoop{Name: "netpol sync", Fault: FaultEvent(e.cfg.NodeName), Handlers: e.handlers,
+			Cleanup: e.cfg.Cleanup, Start: a.start, Run: a.run, Stop: a.stop}
+	}
 }
 
+// enforcerActor is what one incarnation of the enforcer's work loop holds.
 type enforcerActor struct {
-	e      *Enforcer
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	dp     *policy.Dataplane // set by run, read after wg.Wait
-	q      workqueue.TypedRateLimitingInterface[string]
-	subs   informer.Subscriptions
+	e  *Enforcer
+	q  workqueue.TypedRateLimitingInterface[string]
+	dp *policy.Dataplane // set by run, read after it returned
 }
 
 // FaultEvent names the enforcer's event-handler fault point (actorkit.InjectPanic).
 func FaultEvent(node string) string { return "netpol " + node + " event" }
 
-func (a *enforcerActor) Receive(ctx actorkit.Context) {
-	switch m := ctx.Message().(type) {
-	case *informer.Event:
-		if h, ok := a.subs.Handler(m); ok {
-			actorkit.Fault(FaultEvent(a.e.cfg.NodeName))
-			m.To(h)
-		}
-	case *actorkit.Started:
-		a.start(ctx)
-	case *actorkit.Restarting:
-		a.stop(false)
-	case *actorkit.Stopping:
-		a.stop(a.e.cfg.Cleanup)
-	}
+// start publishes the incarnation's queue to the event handlers.
+func (a *enforcerActor) start(in *informer.Incarnation) {
+	a.q = in.Queue
+	a.e.mu.Lock()
+	a.e.queue = a.q
+	a.e.mu.Unlock()
 }
 
-func (a *enforcerActor) start(actx actorkit.Context) {
-	e := a.e
-	run, cancel := context.WithCancel(context.Background())
-	a.cancel = cancel
-	a.q = actorkit.NewKeyQueue()
-	e.mu.Lock()
-	e.queue = a.q
-	e.mu.Unlock()
-	sys, self := actorkit.SystemOf(actx), actx.Self()
-	for inf, h := range e.handlers {
-		a.subs.Add(sys, self, inf, h)
-	}
-	a.wg.Add(1)
-	actorkit.Go(actx, "netpol sync", func(context.Context) { defer a.wg.Done(); a.run(sys, self, run) })
-}
-
-func (a *enforcerActor) run(sys *actorkit.System, self *actorkit.PID, ctx context.Context) {
+func (a *enforcerActor) run(ctx context.Context, in *informer.Incarnation) {
 	e := a.e
 	dp := a.load(ctx)
 	if dp == nil {
@@ -74,8 +51,7 @@ func (a *enforcerActor) run(sys *actorkit.System, self *actorkit.PID, ctx contex
 	}
 	// Veths are followed from here on (the existing ones first), so a pod's veth gets the
 	// programs when it appears, before its containers start.
-	a.wg.Add(1)
-	sys.GoFrom(self, "netpol links", func(context.Context) { defer a.wg.Done(); e.watchLinks(ctx, dp) })
+	in.Go("netpol links", func(ctx context.Context) { e.watchLinks(ctx, dp) })
 	if !e.pods.WaitForSync(ctx) || !e.nss.WaitForSync(ctx) || !e.pols.WaitForSync(ctx) {
 		return
 	}
@@ -133,17 +109,9 @@ func ensureBPFFS(root string) error {
 	return nil
 }
 
-// stop ends the incarnation: the pinned links and maps keep enforcing, or are removed when
-// cleanup is asked for.
+// stop ends the incarnation once its goroutines returned: the pinned links and maps keep
+// enforcing, or are removed when cleanup is asked for.
 func (a *enforcerActor) stop(cleanup bool) {
-	a.subs.Stop()
-	if a.cancel == nil {
-		return
-	}
-	a.cancel()
-	a.q.ShutDown()
-	a.wg.Wait()
-	a.cancel = nil
 	e := a.e
 	e.mu.Lock()
 	if e.queue == a.q {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,62 +22,36 @@ import (
 // Every incarnation loads the programs afresh and adopts the pinned maps
 // and links, so a restart changes nothing a connect() can see.
 func (p *Proxy) Producer() func() actorkit.Actor {
-	return func() actorkit.Actor { return &proxyActor{p: p} }
+	return func() actorkit.Actor {
+		a := &proxyActor{p: p}
+		return &informer.WorkLoop{Name: "proxy sync", Fault: FaultEvent(p.cfg.NodeName), Handlers: p.handlers,
+			Cleanup: p.cfg.Cleanup, Start: a.start, Run: a.run, Stop: a.stop}
+	}
 }
 
+// proxyActor is what one incarnation of the proxy's work loop holds.
 type proxyActor struct {
-	p      *Proxy
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	dp     *lb.Dataplane       // set by run, read after wg.Wait
-	np     *nodeport.Dataplane // likewise; nil when the node serves no node ports
-	hc     *healthChecks       // this incarnation's health check listeners
-	q      workqueue.TypedRateLimitingInterface[string]
-	subs   informer.Subscriptions // this incarnation's
+	p  *Proxy
+	q  workqueue.TypedRateLimitingInterface[string]
+	dp *lb.Dataplane       // set by run, read after it returned
+	np *nodeport.Dataplane // likewise; nil when the node serves no node ports
+	hc *healthChecks       // this incarnation's health check listeners
 }
 
 // FaultEvent names the proxy's event-handler fault point (actorkit.InjectPanic).
 func FaultEvent(node string) string { return "proxy " + node + " event" }
 
-func (a *proxyActor) Receive(ctx actorkit.Context) {
-	switch m := ctx.Message().(type) {
-	case *informer.Event:
-		if h, ok := a.subs.Handler(m); ok {
-			actorkit.Fault(FaultEvent(a.p.cfg.NodeName))
-			m.To(h)
-		}
-	case *actorkit.Started:
-		a.start(ctx)
-	case *actorkit.Restarting:
-		a.stop(false)
-	case *actorkit.Stopping:
-		a.stop(a.p.cfg.Cleanup)
-	}
-}
-
-func (a *proxyActor) start(actx actorkit.Context) {
-	p := a.p
-	run, cancel := context.WithCancel(context.Background())
-	a.cancel = cancel
-	a.q = actorkit.NewKeyQueue()
-	p.mu.Lock()
-	p.queue = a.q
-	p.mu.Unlock()
-	sys, self := actorkit.SystemOf(actx), actx.Self()
+// start publishes the incarnation's queue and health checks to the event handlers.
+func (a *proxyActor) start(in *informer.Incarnation) {
+	a.q = in.Queue
 	a.hc = &healthChecks{bySvc: map[string]*healthServer{},
-		goFn: func(name string, fn func(context.Context)) { sys.GoFrom(self, name, fn) }}
-	p.mu.Lock()
-	p.hc = a.hc
-	p.mu.Unlock()
-	for inf, h := range p.handlers {
-		a.subs.Add(sys, self, inf, h)
-	}
-	// Supervised: a panic restarts the actor (after back-off), not the process.
-	a.wg.Add(1) // stop closes the dataplane only after run has returned
-	actorkit.Go(actx, "proxy sync", func(context.Context) { defer a.wg.Done(); a.run(run) })
+		goFn: func(name string, fn func(context.Context)) { in.Sys.GoFrom(in.Self, name, fn) }}
+	a.p.mu.Lock()
+	a.p.queue, a.p.hc = a.q, a.hc
+	a.p.mu.Unlock()
 }
 
-func (a *proxyActor) run(ctx context.Context) {
+func (a *proxyActor) run(ctx context.Context, _ *informer.Incarnation) {
 	p := a.p
 	dp, np := a.load(ctx)
 	if dp == nil {
@@ -162,17 +135,9 @@ func ensureBPFFS(pinDir string) error {
 	return nil
 }
 
-// stop ends the incarnation. The dataplane is closed, which leaves the
+// stop ends the incarnation once run has returned. The dataplane is closed, which leaves the
 // pinned hooks and maps serving, or removed when cleanup is asked for.
 func (a *proxyActor) stop(cleanup bool) {
-	a.subs.Stop()
-	if a.cancel == nil {
-		return
-	}
-	a.cancel()
-	a.q.ShutDown()
-	a.wg.Wait()
-	a.cancel = nil
 	p := a.p
 	p.mu.Lock()
 	if p.queue == a.q {

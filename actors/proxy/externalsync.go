@@ -29,7 +29,7 @@ func (p *Proxy) syncExternal(np *nodeport.Dataplane, key string, want map[nodepo
 	}
 	keys := slices.SortedFunc(maps.Keys(want), compareExtKeys)
 	for _, k := range keys {
-		errs = append(errs, p.setExternal(np, key, k, want[k]))
+		errs = append(errs, np.Set(k, want[k]))
 	}
 	p.mu.Lock()
 	if len(keys) == 0 {
@@ -39,14 +39,6 @@ func (p *Proxy) syncExternal(np *nodeport.Dataplane, key string, want map[nodepo
 	}
 	p.mu.Unlock()
 	return errors.Join(errs...)
-}
-
-func (p *Proxy) setExternal(np *nodeport.Dataplane, svc string, k nodeport.Key, bs []nodeport.Backend) error {
-	cut, err := np.Set(k, bs)
-	if cut {
-		p.cfg.Logger.Warn("outside traffic goes to the first endpoints only", "service", svc, "at", k, "endpoints", len(bs), "used", nodeport.MaxBackends)
-	}
-	return err
 }
 
 // resyncExternal makes the tc map hold exactly want (owner: the Service of each key),
@@ -68,13 +60,13 @@ func (p *Proxy) resyncExternal(np *nodeport.Dataplane, want map[nodeport.Key][]n
 		case !ok:
 			errs = append(errs, np.Delete(h.Key))
 		case !slices.Equal(sortedBackends(w), h.Backends):
-			errs = append(errs, p.setExternal(np, owner[h.Key], h.Key, w))
+			errs = append(errs, np.Set(h.Key, w))
 		}
 	}
 	owned := map[string][]nodeport.Key{}
 	for k, w := range want {
 		if !seen[k] {
-			errs = append(errs, p.setExternal(np, owner[k], k, w))
+			errs = append(errs, np.Set(k, w))
 		}
 		owned[owner[k]] = append(owned[owner[k]], k)
 	}
@@ -85,13 +77,12 @@ func (p *Proxy) resyncExternal(np *nodeport.Dataplane, want map[nodeport.Key][]n
 }
 
 func sortedBackends(bs []nodeport.Backend) []nodeport.Backend {
-	out := slices.SortedFunc(slices.Values(bs), func(a, b nodeport.Backend) int {
+	return slices.SortedFunc(slices.Values(bs), func(a, b nodeport.Backend) int {
 		if c := a.Addr.Compare(b.Addr); c != 0 {
 			return c
 		}
 		return int(a.Port) - int(b.Port)
 	})
-	return out[:min(len(out), nodeport.MaxBackends)]
 }
 
 func compareExtKeys(a, b nodeport.Key) int {

@@ -3,6 +3,7 @@ package lb
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -200,23 +201,26 @@ func (d *Dataplane) ProgramIDs() ([]ebpf.ProgramID, error) {
 // Close detaches every hook and frees programs and maps. With
 // Options.PinPath the pinned hooks and maps stay in the kernel and keep
 // serving (the next Load adopts them); Remove deletes them.
-func (d *Dataplane) Close() error {
+func (d *Dataplane) Close() error { return d.release(false) }
+
+// Remove detaches every hook, deletes the pinned maps and links, and
+// closes the Dataplane: what a node leaving the cluster wants. Without
+// Options.PinPath it is Close.
+func (d *Dataplane) Remove() error { return d.release(true) }
+
+func (d *Dataplane) release(remove bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil
 	}
 	d.closed = true
-	var errs []error
-	for path, ls := range d.links {
-		errs = append(errs, CloseLinks(ls))
-		delete(d.links, path)
-	}
+	h := Held{Links: d.links, PinDir: d.pinPath, Closers: []io.Closer{&d.objs}}
+	h.Pinned = []*ebpf.Map{d.objs.Services, d.objs.Backends, d.objs.Members, d.objs.Affinity, d.objs.UdpFwd, d.objs.UdpRev}
 	if d.term != nil {
-		errs = append(errs, d.term.Close())
+		h.Closers = []io.Closer{d.term, &d.objs}
 	}
-	errs = append(errs, d.objs.Close())
-	return errors.Join(errs...)
+	return Release(h, remove)
 }
 
 // CloseLinks closes every link (a pinned one stays attached).

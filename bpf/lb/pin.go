@@ -97,26 +97,6 @@ func UnpinLinks(ls []link.Link) error {
 	return errors.Join(errs...)
 }
 
-// Remove detaches every hook, deletes the pinned maps and links, and
-// closes the Dataplane: what a node leaving the cluster wants. Without
-// Options.PinPath it is Close.
-func (d *Dataplane) Remove() error {
-	d.mu.Lock()
-	var errs []error
-	if !d.closed && d.pinPath != "" {
-		for _, ls := range d.links {
-			errs = append(errs, UnpinLinks(ls))
-		}
-		for _, m := range []*ebpf.Map{d.objs.Services, d.objs.Backends, d.objs.Members, d.objs.Affinity, d.objs.UdpFwd, d.objs.UdpRev} {
-			errs = append(errs, m.Unpin())
-		}
-		errs = append(errs, os.RemoveAll(d.pinPath))
-	}
-	d.mu.Unlock()
-	errs = append(errs, d.Close())
-	return errors.Join(errs...)
-}
-
 // recover rebuilds the Go-side cache from maps an earlier Load pinned, and
 // sweeps what a crash in the middle of an Upsert could have left behind:
 // slots of no live generation and members of no live set.

@@ -7,11 +7,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -21,9 +21,6 @@ import (
 
 	"github.com/skiff-sh/skiff/bpf/lb"
 )
-
-// MaxBackends is how many backends one entry holds; a larger set is cut to its first ones.
-const MaxBackends = len(npNpSvc{}.Be)
 
 // Key is one address, port and protocol that outside traffic arrives at.
 type Key struct {
@@ -66,7 +63,7 @@ type Dataplane struct {
 	closed  bool
 }
 
-var pinnedMaps = []string{"np_services", "np_ct", "np_rev"}
+var pinnedMaps = []string{"np_services", "np_backends", "np_members", "np_ct", "np_rev"}
 
 // Load loads the programs and maps; nothing is attached yet.
 func Load(o Options) (*Dataplane, error) {
@@ -94,6 +91,13 @@ func Load(o Options) (*Dataplane, error) {
 	d := &Dataplane{links: map[string][]link.Link{}, pinPath: o.PinPath}
 	if err := spec.LoadAndAssign(&d.objs, opts); err != nil {
 		return nil, fmt.Errorf("nodeport: load: %w", err)
+	}
+	if o.PinPath != "" {
+		// Adopted maps may hold what a crash in the middle of a Set left.
+		if err := d.sweep(); err != nil {
+			d.Close()
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -172,133 +176,27 @@ func netInterface(name string) (int, error) {
 	return iface.Index, nil
 }
 
-// Set makes k's backends bs (one map write, so a packet sees the old set or the new one).
-// cut reports a set larger than MaxBackends, of which only the first (sorted) are used.
-func (d *Dataplane) Set(k Key, bs []Backend) (cut bool, err error) {
-	raw, err := k.raw()
-	if err != nil {
-		return false, err
-	}
-	bs = slices.Clone(bs)
-	slices.SortFunc(bs, compareBackends)
-	if len(bs) > MaxBackends {
-		bs, cut = bs[:MaxBackends], true
-	}
-	var v npNpSvc
-	for i, b := range bs {
-		if !b.Addr.Unmap().Is4() || b.Port == 0 {
-			return false, fmt.Errorf("nodeport: %v: backend %v must be IPv4 with a port", k, netip.AddrPortFrom(b.Addr, b.Port))
-		}
-		v.Be[i] = npNpBackend{Addr: addr4(b.Addr), Port: lb.PortToNet(b.Port)}
-		if b.Local {
-			v.Be[i].Flags = 1
-		}
-	}
-	v.Count = uint32(len(bs))
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return false, errClosed
-	}
-	if err := d.objs.NpServices.Update(&raw, &v, ebpf.UpdateAny); err != nil {
-		return false, fmt.Errorf("nodeport: set %v: %w", k, err)
-	}
-	return cut, nil
-}
-
-// Delete removes k; a missing key is not an error.
-func (d *Dataplane) Delete(k Key) error {
-	raw, err := k.raw()
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return errClosed
-	}
-	if err := d.objs.NpServices.Delete(&raw); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-		return fmt.Errorf("nodeport: delete %v: %w", k, err)
-	}
-	return nil
-}
-
-// Dump reads every entry from the kernel map, sorted by key.
-func (d *Dataplane) Dump() ([]Entry, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return nil, errClosed
-	}
-	return dump(d.objs.NpServices)
-}
-
-// DumpPinned reads the entries a node's proxy pinned under dir, with no proxy running.
-func DumpPinned(dir string) ([]Entry, error) {
-	m, err := ebpf.LoadPinnedMap(filepath.Join(dir, "np_services"), &ebpf.LoadPinOptions{ReadOnly: true})
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("nodeport: %w", err)
-	}
-	defer m.Close()
-	return dump(m)
-}
-
-func dump(m *ebpf.Map) ([]Entry, error) {
-	var out []Entry
-	var k npNpKey
-	var v npNpSvc
-	it := m.Iterate()
-	for it.Next(&k, &v) {
-		e := Entry{Key: Key{Addr: addrFrom4(k.Addr), Port: lb.PortFromNet(k.Port), Proto: lb.Proto(k.Proto)}}
-		for _, b := range v.Be[:min(int(v.Count), MaxBackends)] {
-			e.Backends = append(e.Backends, Backend{Addr: addrFrom4(b.Addr), Port: lb.PortFromNet(b.Port), Local: b.Flags&1 != 0})
-		}
-		out = append(out, e)
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("nodeport: dump: %w", err)
-	}
-	slices.SortFunc(out, func(a, b Entry) int { return compareKeys(a.Key, b.Key) })
-	return out, nil
-}
-
 // Close releases the programs and maps. Pinned links and maps stay and keep translating
 // until the next Load adopts them; Remove deletes them.
-func (d *Dataplane) Close() error {
+func (d *Dataplane) Close() error { return d.release(false) }
+
+// Remove detaches the programs and deletes everything pinned, then closes.
+func (d *Dataplane) Remove() error { return d.release(true) }
+
+func (d *Dataplane) release(remove bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil
 	}
 	d.closed = true
-	var errs []error
-	for name, ls := range d.links {
-		errs = append(errs, lb.CloseLinks(ls))
-		delete(d.links, name)
-	}
-	errs = append(errs, d.objs.Close())
-	return errors.Join(errs...)
-}
-
-// Remove detaches the programs and deletes everything pinned, then closes.
-func (d *Dataplane) Remove() error {
-	d.mu.Lock()
-	var errs []error
-	if !d.closed && d.pinPath != "" {
-		for _, ls := range d.links {
-			errs = append(errs, lb.UnpinLinks(ls))
-		}
-		for _, m := range []*ebpf.Map{d.objs.NpServices, d.objs.NpCt, d.objs.NpRev} {
-			errs = append(errs, m.Unpin())
-		}
-		errs = append(errs, os.RemoveAll(filepath.Join(d.pinPath, "links")))
-	}
-	d.mu.Unlock()
-	errs = append(errs, d.Close())
-	return errors.Join(errs...)
+	o := &d.objs
+	return lb.Release(lb.Held{
+		Links:   d.links,
+		Pinned:  []*ebpf.Map{o.NpServices, o.NpBackends, o.NpMembers, o.NpCt, o.NpRev},
+		PinDir:  d.pinPath,
+		Closers: []io.Closer{o},
+	}, remove)
 }
 
 var errClosed = errors.New("nodeport: dataplane is closed")

@@ -29,6 +29,14 @@ type npNpKey struct {
 	Pad   uint8
 }
 
+type npNpMemberKey struct {
+	_    structs.HostLayout
+	Svc  npNpKey
+	Addr uint32
+	Port uint16
+	Pad  uint16
+}
+
 type npNpNat struct {
 	_        structs.HostLayout
 	Saddr    uint32
@@ -39,11 +47,17 @@ type npNpNat struct {
 	Pad      [3]uint8
 }
 
+type npNpSlotKey struct {
+	_    structs.HostLayout
+	Svc  npNpKey
+	Bank uint32
+	Idx  uint32
+}
+
 type npNpSvc struct {
 	_     structs.HostLayout
 	Count uint32
-	Pad   uint32
-	Be    [64]npNpBackend
+	Bank  uint32
 }
 
 type npNpTuple struct {
@@ -60,7 +74,9 @@ type npNpTuple struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	npMapNpBackends      = "np_backends"
 	npMapNpCt            = "np_ct"
+	npMapNpMembers       = "np_members"
 	npMapNpRev           = "np_rev"
 	npMapNpServices      = "np_services"
 	npProgSkiffNpEgress  = "skiff_np_egress"
@@ -117,7 +133,9 @@ type npProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type npMapSpecs struct {
+	NpBackends *ebpf.MapSpec `ebpf:"np_backends"`
 	NpCt       *ebpf.MapSpec `ebpf:"np_ct"`
+	NpMembers  *ebpf.MapSpec `ebpf:"np_members"`
 	NpRev      *ebpf.MapSpec `ebpf:"np_rev"`
 	NpServices *ebpf.MapSpec `ebpf:"np_services"`
 }
@@ -148,14 +166,18 @@ func (o *npObjects) Close() error {
 //
 // It can be passed to loadNpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type npMaps struct {
+	NpBackends *ebpf.Map `ebpf:"np_backends"`
 	NpCt       *ebpf.Map `ebpf:"np_ct"`
+	NpMembers  *ebpf.Map `ebpf:"np_members"`
 	NpRev      *ebpf.Map `ebpf:"np_rev"`
 	NpServices *ebpf.Map `ebpf:"np_services"`
 }
 
 func (m *npMaps) Close() error {
 	return _NpClose(
+		m.NpBackends,
 		m.NpCt,
+		m.NpMembers,
 		m.NpRev,
 		m.NpServices,
 	)

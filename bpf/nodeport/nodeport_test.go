@@ -11,6 +11,7 @@ import (
 
 	"github.com/skiff-sh/skiff/bpf/lb"
 	"github.com/skiff-sh/skiff/bpf/nodeport"
+	"github.com/skiff-sh/skiff/testkit/cgrouptest"
 	"github.com/skiff-sh/skiff/testkit/needs"
 )
 
@@ -119,7 +120,7 @@ func TestLocalBackendKeepsClient(t *testing.T) {
 	in, eg := nodeport.Programs(d)
 	for _, proto := range []lb.Proto{lb.TCP, lb.UDP} {
 		key := nodeport.Key{Addr: node, Port: 30080, Proto: proto}
-		if _, err := d.Set(key, []nodeport.Backend{{Addr: backend, Port: 8080, Local: true}}); err != nil {
+		if err := d.Set(key, []nodeport.Backend{{Addr: backend, Port: 8080, Local: true}}); err != nil {
 			t.Fatal(err)
 		}
 		from, to := netip.AddrPortFrom(client, 40000), netip.AddrPortFrom(node, 30080)
@@ -140,7 +141,7 @@ func TestLocalBackendKeepsClient(t *testing.T) {
 		}
 		// The backend goes: the same flow (a UDP client keeping its port) moves to the new one.
 		moved := netip.MustParseAddr("10.1.0.6")
-		if _, err := d.Set(key, []nodeport.Backend{{Addr: moved, Port: 8080, Local: true}}); err != nil {
+		if err := d.Set(key, []nodeport.Backend{{Addr: moved, Port: 8080, Local: true}}); err != nil {
 			t.Fatal(err)
 		}
 		_, out = run(t, in, packet(proto, from, to))
@@ -160,7 +161,7 @@ func TestNotOursPassesNoBackendsDrops(t *testing.T) {
 		t.Fatalf("unrelated packet: verdict %d, changed %v", ret, !slices.Equal(out, pkt))
 	}
 	key := nodeport.Key{Addr: node, Port: 30081, Proto: lb.TCP}
-	if _, err := d.Set(key, nil); err != nil {
+	if err := d.Set(key, nil); err != nil {
 		t.Fatal(err)
 	}
 	if ret, _ := run(t, in, packet(lb.TCP, netip.AddrPortFrom(client, 40001), netip.AddrPortFrom(node, 30081))); ret != actShot {
@@ -175,5 +176,144 @@ func TestNotOursPassesNoBackendsDrops(t *testing.T) {
 	}
 	if es, _ := d.Dump(); len(es) != 0 {
 		t.Fatalf("after delete: %+v", es)
+	}
+}
+
+// backends returns n local backends 10.2.x.y:8080.
+func backends(n int) []nodeport.Backend {
+	out := make([]nodeport.Backend, n)
+	for i := range out {
+		out[i] = nodeport.Backend{Addr: netip.AddrFrom4([4]byte{10, 2, byte(i / 250), byte(1 + i%250)}), Port: 8080, Local: true}
+	}
+	return out
+}
+
+func wantSlots(t *testing.T, d *nodeport.Dataplane, want int) {
+	t.Helper()
+	wantSlotsMembers(t, d, want, want)
+}
+
+func wantSlotsMembers(t *testing.T, d *nodeport.Dataplane, wantSlots, wantMembers int) {
+	t.Helper()
+	slots, members, err := nodeport.SlotsAndMembers(d)
+	if err != nil || slots != wantSlots || members != wantMembers {
+		t.Fatalf("slots %d, members %d (%v), want %d and %d", slots, members, err, wantSlots, wantMembers)
+	}
+}
+
+// TestManyBackendsAllChosen: an entry with several hundred endpoints (far past what one map
+// value holds) spreads new flows over every one of them; an established flow keeps its
+// backend when the set changes around it and moves only when its backend goes; the old
+// set's slots and members are freed by each change.
+func TestManyBackendsAllChosen(t *testing.T) {
+	d := load(t)
+	in, _ := nodeport.Programs(d)
+	const n = 300
+	key := nodeport.Key{Addr: node, Port: 30090, Proto: lb.TCP}
+	bs := backends(n)
+	if err := d.Set(key, bs); err != nil {
+		t.Fatal(err)
+	}
+	wantSlots(t, d, n)
+	if es, err := d.Dump(); err != nil || len(es) != 1 || !slices.Equal(es[0].Backends, bs) {
+		t.Fatalf("dump: %d entries (%v), want the %d backends", len(es), err, n)
+	}
+	to := netip.AddrPortFrom(node, 30090)
+	flowTo := func(port uint16) netip.AddrPort {
+		t.Helper()
+		ret, out := run(t, in, packet(lb.TCP, netip.AddrPortFrom(client, port), to))
+		if ret != actOK {
+			t.Fatalf("flow from port %d: verdict %d", port, ret)
+		}
+		_, dst := tuple(t, out)
+		return dst
+	}
+	seen := map[netip.AddrPort]int{}
+	const flows = 8000 // a backend missing by chance: n*(1-1/n)^flows < 1e-9
+	for i := range flows {
+		seen[flowTo(uint16(10000+i))]++
+	}
+	for _, b := range bs {
+		if seen[netip.AddrPortFrom(b.Addr, b.Port)] == 0 {
+			t.Fatalf("backend %v got none of %d flows (%d backends chosen)", b.Addr, flows, len(seen))
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct destinations, want %d", len(seen), n)
+	}
+
+	// The set shrinks to 200 that keep flow 10000's backend, and grows again.
+	first := flowTo(10000)
+	var keep []nodeport.Backend
+	for _, b := range bs {
+		if netip.AddrPortFrom(b.Addr, b.Port) == first || len(keep) < 199 {
+			keep = append(keep, b)
+		}
+	}
+	for _, set := range [][]nodeport.Backend{keep, append(slices.Clone(keep), backends(n + 50)[n:]...)} {
+		if err := d.Set(key, set); err != nil {
+			t.Fatal(err)
+		}
+		wantSlots(t, d, len(set))
+		for range 20 {
+			if got := flowTo(10000); got != first {
+				t.Fatalf("established flow moved from %v to %v while its backend stayed", first, got)
+			}
+		}
+	}
+	without := slices.DeleteFunc(slices.Clone(keep), func(b nodeport.Backend) bool { return netip.AddrPortFrom(b.Addr, b.Port) == first })
+	if err := d.Set(key, without); err != nil {
+		t.Fatal(err)
+	}
+	if got := flowTo(10000); got == first {
+		t.Fatalf("flow stayed on removed backend %v", first)
+	}
+	if err := d.Delete(key); err != nil {
+		t.Fatal(err)
+	}
+	wantSlots(t, d, 0)
+}
+
+// TestPinnedAdoptedAndSwept: a Load on the same pin directory adopts the entries (Dump reads
+// them back), sweeps what a Set stopped half way left, and Remove leaves nothing pinned.
+func TestPinnedAdoptedAndSwept(t *testing.T) {
+	if os.Geteuid() != 0 {
+		needs.Skip(t, "loading tc programs needs root")
+	}
+	pin := cgrouptest.MountBPFFS(t)
+	d1, err := nodeport.Load(nodeport.Options{PinPath: pin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := nodeport.Key{Addr: node, Port: 30091, Proto: lb.UDP}
+	bs := backends(100)
+	if err := d1.Set(key, bs); err != nil {
+		t.Fatal(err)
+	}
+	stray := nodeport.Backend{Addr: netip.MustParseAddr("10.9.9.9"), Port: 9, Local: true}
+	if err := nodeport.LeaveHalfDone(d1, key, stray); err != nil {
+		t.Fatal(err)
+	}
+	wantSlotsMembers(t, d1, 101, 101)
+	if err := d1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := nodeport.Load(nodeport.Options{PinPath: pin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	wantSlotsMembers(t, d2, 100, 100)
+	if es, err := d2.Dump(); err != nil || len(es) != 1 || !slices.Equal(es[0].Backends, bs) {
+		t.Fatalf("adopted dump: %d entries (%v), want the 100 backends", len(es), err)
+	}
+	if es, err := nodeport.DumpPinned(pin); err != nil || len(es) != 1 || len(es[0].Backends) != 100 {
+		t.Fatalf("DumpPinned: %d entries (%v)", len(es), err)
+	}
+	if err := d2.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pin); !os.IsNotExist(err) {
+		t.Fatalf("pin directory after Remove: %v", err)
 	}
 }

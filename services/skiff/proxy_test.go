@@ -58,7 +58,7 @@ func TestProxyDumpReadsPinnedMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	nk := nodeport.Key{Addr: netip.MustParseAddr("10.9.0.2"), Port: 30080, Proto: lb.TCP}
-	if _, err := np.Set(nk, []nodeport.Backend{{Addr: netip.MustParseAddr("10.1.0.5"), Port: 8080, Local: true}}); err != nil {
+	if err := np.Set(nk, []nodeport.Backend{{Addr: netip.MustParseAddr("10.1.0.5"), Port: 8080, Local: true}}); err != nil {
 		t.Fatal(err)
 	}
 	np.Close()
