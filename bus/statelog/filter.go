@@ -39,8 +39,8 @@ func onlySubjects(prefix string, only []string) ([]string, error) {
 	return subjects, nil
 }
 
-// holds reports whether the view holds every key starting with prefix.
-func (l *Log) holds(prefix string) bool {
+// Holds reports whether the view holds every key starting with prefix.
+func (l *Log) Holds(prefix string) bool {
 	if len(l.cfg.Only) == 0 {
 		return true
 	}
@@ -54,7 +54,7 @@ func (l *Log) holds(prefix string) bool {
 
 // mustHold is holds as an error naming what was asked for.
 func (l *Log) mustHold(prefix string) error {
-	if l.holds(prefix) {
+	if l.Holds(prefix) {
 		return nil
 	}
 	return fmt.Errorf("%w: %q (the view holds %q)", ErrOutsideView, prefix, l.cfg.Only)

@@ -121,16 +121,14 @@ func (l *Log) openFeed(ctx context.Context) (feed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return orderedFeed{cc: cc, cons: cons}, nil
+	return orderedFeed{ConsumeContext: cc, cons: cons}, nil
 }
 
 // orderedFeed is nats.go's ordered consumer: Close stops it, reach asks for its info.
 type orderedFeed struct {
-	cc   jetstream.ConsumeContext
+	jetstream.ConsumeContext
 	cons jetstream.Consumer
 }
-
-func (f orderedFeed) Stop() { f.cc.Stop() }
 
 func (f orderedFeed) info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
 	return f.cons.Info(ctx)
@@ -176,7 +174,7 @@ func (l *Log) apply(seq uint64, subj string, h nats.Header, data []byte, at time
 	if strings.HasPrefix(subj, l.keyBase+".") {
 		key, err := subjectKey(l.keyBase, subj)
 		// catchUp reads every sequence; a filtered view skips other kinds' as its consumer does.
-		if err == nil && l.holds(key) {
+		if err == nil && l.Holds(key) {
 			del := h.Get(hdrOp) == opDelete
 			var keep Header
 			if !l.cfg.DropHeaders {
