@@ -40,9 +40,6 @@ type Reads struct {
 	Kinds []*schemas.Kind
 	// Untraced: it starts no traced work from what it reads, so it keeps no trace headers.
 	Untraced bool
-	// NoManagedFields: it reads objects only through its informers, which drop
-	// managedFields, so its view of the log drops them too.
-	NoManagedFields bool
 }
 
 // Join connects to natsURL (as auth, if given), opens the state log read-only (only the
@@ -55,9 +52,6 @@ func Join(ctx context.Context, natsURL, name string, auth ...NATSAuth) (*Member,
 func JoinReading(ctx context.Context, natsURL, name string, r Reads, auth ...NATSAuth) (*Member, error) {
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
 	logCfg := statelog.Config{ReadOnly: true, DropHeaders: r.Untraced}
-	if r.NoManagedFields {
-		logCfg.Trim = func(_ string, value []byte) []byte { return schemas.StripManagedFields(value) }
-	}
 	for _, k := range r.Kinds {
 		logCfg.Only = append(logCfg.Only, schemas.StoragePrefix(k, ""))
 	}

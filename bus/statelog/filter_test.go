@@ -145,22 +145,3 @@ func TestDropHeaders(t *testing.T) {
 		t.Fatalf("kept headers: %+v", kept)
 	}
 }
-
-// A view with Trim keeps and serves the trimmed value, to reads and watches alike.
-func TestTrimShortensWhatTheViewKeeps(t *testing.T) {
-	e := newEnv(t)
-	w := e.open(Config{Memory: true})
-	r := e.open(Config{ReadOnly: true, Trim: func(key string, v []byte) []byte { return v[:1] }})
-	wch := must[*Watcher](t)(r.Watch(ctx(t), "a/", WatchOptions{FromRev: r.Applied()}))
-	defer wch.Stop()
-	must[uint64](t)(w.Create(ctx(t), "a/b", []byte("long value"), nil))
-	if ev := nextNonBookmark(t, wch); string(ev.Value) != "l" {
-		t.Fatalf("watched %q, want the trimmed value", ev.Value)
-	}
-	if got := must[Entry](t)(r.Get(ctx(t), "a/b", ReadOptions{})); string(got.Value) != "l" {
-		t.Fatalf("read %q, want the trimmed value", got.Value)
-	}
-	if got := must[Entry](t)(w.Get(ctx(t), "a/b", ReadOptions{})); string(got.Value) != "long value" {
-		t.Fatalf("the writer's view has %q", got.Value)
-	}
-}

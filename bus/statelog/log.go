@@ -185,11 +185,7 @@ func (l *Log) apply(seq uint64, subj string, h nats.Header, data []byte, at time
 				// lets the header bytes go with the message.
 				data = bytes.Clone(data)
 			}
-			value := l.fromStorage(key, data, del)
-			if l.cfg.Trim != nil && len(value) > 0 {
-				value = l.cfg.Trim(key, value)
-			}
-			ev, blocked := l.view.applyKey(seq, key, del, value, keep, at)
+			ev, blocked := l.view.applyKey(seq, key, del, l.fromStorage(key, data, del), keep, at)
 			l.settle(key, seq)
 			if len(blocked) > 0 {
 				l.deliverBlocked(ev, blocked)

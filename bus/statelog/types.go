@@ -67,10 +67,6 @@ type Config struct {
 	// DropHeaders: the view keeps no write headers (the trace context), for readers that
 	// start no traced work from what they read; Entry.Header and Event.Header are nil.
 	DropHeaders bool
-	// Trim, if set, shortens each value as it enters the view, for readers that never need
-	// all of it (one whose informers drop managedFields drops them here too); the view then
-	// serves the trimmed value. It must return a value it may keep.
-	Trim func(key string, value []byte) []byte
 }
 
 // Syncer puts the stream's acknowledged writes on stable storage.

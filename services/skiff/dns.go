@@ -42,7 +42,7 @@ func newDNS() *cobra.Command {
 			// It reads what a node's DNS server reads, so it joins as a node, keeping only the
 			// kinds DNS answers from.
 			m, err := controlplane.JoinReading(ctx, natsURL, "skiff-dns-"+name,
-				controlplane.Reads{Kinds: clusterdns.Kinds(), Untraced: true, NoManagedFields: true},
+				controlplane.Reads{Kinds: clusterdns.Kinds(), Untraced: true},
 				controlplane.NATSAuth{Creds: natsCreds, ID: identity.NodeID(name)})
 			if err != nil {
 				return err
