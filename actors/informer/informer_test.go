@@ -117,8 +117,7 @@ func record(mu *sync.Mutex, m map[string]string, o runtime.Object) {
 	mu.Unlock()
 }
 
-// Cached objects carry no managedFields: nothing reads them from a cache, and they are often
-// most of an object's size.
+// Cached objects carry no managedFields: nothing reads them from a cache.
 func TestInformerDropsManagedFields(t *testing.T) {
 	l := openLog(t, statelog.Config{})
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "default",
