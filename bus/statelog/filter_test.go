@@ -145,3 +145,39 @@ func TestDropHeaders(t *testing.T) {
 		t.Fatalf("kept headers: %+v", kept)
 	}
 }
+
+// A filtered reader's consumer, recreated after a gap, starts after what the view has applied
+// (a revision raised past other kinds' messages included) and misses none of its kinds.
+func TestFilteredViewAcrossAConsumerReset(t *testing.T) {
+	e := newEnv(t)
+	w := e.open(Config{Memory: true})
+	r := e.open(Config{ReadOnly: true, Only: []string{"core/services/"}, ConsumerNames: []string{"r_view0", "r_view1"}})
+	f := r.feed.(*slotFeed)
+	var want []string
+	for i := range 6 {
+		must[uint64](t)(w.Create(ctx(t), "core/pods/ns/p"+string(rune('a'+i)), []byte("p"), nil))
+		key := "core/services/ns/s" + string(rune('a'+i))
+		must[uint64](t)(w.Create(ctx(t), key, []byte("s"), nil))
+		want = append(want, key)
+		if i%2 == 0 {
+			// Raise the view past a pod, then make the consumer start over.
+			must[uint64](t)(w.Create(ctx(t), "core/pods/ns/q"+string(rune('a'+i)), []byte("q"), nil))
+			if _, _, err := r.List(ctx(t), "core/services/", ReadOptions{Consistent: true}); err != nil {
+				t.Fatal(err)
+			}
+			f.requestReset()
+		}
+	}
+	last := must[uint64](t)(w.Create(ctx(t), "core/pods/ns/z", []byte("z"), nil))
+	es, rev, err := r.List(ctx(t), "core/services/", ReadOptions{Consistent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range es {
+		got = append(got, e.Key)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") || rev < last {
+		t.Fatalf("services %v at %d, want %v at %d or later", got, rev, want, last)
+	}
+}
