@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/skiff-sh/skiff/actors/informer"
+	"github.com/skiff-sh/skiff/schemas"
 )
 
 // DefaultDomain is the cluster domain when Config.Domain is empty.
@@ -53,6 +54,12 @@ type Server struct {
 // IndexService files EndpointSlices under the namespace/name of their Service. The proxy files
 // the same index under the same name (an informer keeps the first), so a node holds one.
 const IndexService = "endpointslice-service"
+
+// Kinds are the kinds of the state log the server reads: a process that runs it alone
+// keeps no others (controlplane.Reads).
+func Kinds() []*schemas.Kind {
+	return []*schemas.Kind{informer.MustKind("", "services"), informer.MustKind("discovery.k8s.io", "endpointslices")}
+}
 
 // New prepares a server; spawn Producer() on an actorkit.System to run it.
 func New(cfg Config) *Server {

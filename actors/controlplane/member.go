@@ -12,6 +12,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/identity"
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/schemas"
 )
 
 // NATSAuth is who a member is on NATS: its credentials (a file, or an option minted by the
@@ -32,11 +33,28 @@ type Member struct {
 	Informers *informer.Factory // its actor runs as "informers"
 }
 
+// Reads narrows what a member keeps of the state log; the zero value keeps all of it.
+type Reads struct {
+	// Kinds are the only kinds its informers read (statelog.Config.Only): the log's other
+	// kinds never reach the process. An informer of another kind panics.
+	Kinds []*schemas.Kind
+	// Untraced: it starts no traced work from what it reads, so it keeps no trace headers.
+	Untraced bool
+}
+
 // Join connects to natsURL (as auth, if given), opens the state log read-only (only the
 // apiserver creates and writes it) and starts an actor system with the shared informers.
 func Join(ctx context.Context, natsURL, name string, auth ...NATSAuth) (*Member, error) {
+	return JoinReading(ctx, natsURL, name, Reads{}, auth...)
+}
+
+// JoinReading is Join keeping only what r says of the log.
+func JoinReading(ctx context.Context, natsURL, name string, r Reads, auth ...NATSAuth) (*Member, error) {
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
-	logCfg := statelog.Config{ReadOnly: true}
+	logCfg := statelog.Config{ReadOnly: true, DropHeaders: r.Untraced}
+	for _, k := range r.Kinds {
+		logCfg.Only = append(logCfg.Only, schemas.StoragePrefix(k, ""))
+	}
 	for _, a := range auth {
 		// The view's consumer takes one of the names the identity's permissions grant.
 		logCfg.ConsumerNames = a.ID.ConsumerNames()

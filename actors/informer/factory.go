@@ -52,6 +52,10 @@ func (f *Factory) ForKind(kind *schemas.Kind, namespace string) *Informer {
 	if src := f.via[kind.GVK.Group+"/"+kind.Resource]; src != nil {
 		inf = NewFrom(src(kind, namespace), kind, namespace)
 	} else {
+		if !f.log.Holds(schemas.StoragePrefix(kind, namespace)) {
+			// The process opened the log for other kinds: a code error, as a typo is.
+			panic("informer: " + kind.Resource + " is outside the kinds this process reads from the state log")
+		}
 		inf = New(f.log, kind, namespace)
 	}
 	f.infs[key] = inf
@@ -64,11 +68,7 @@ func (f *Factory) ForKind(kind *schemas.Kind, namespace string) *Informer {
 // For returns the shared informer of a resource ("pods", "deployments", ...) in all
 // namespaces; it panics on a resource that does not exist (a typo in code).
 func (f *Factory) For(group, resource string) *Informer {
-	k, ok := schemas.ByResource(group, "v1", resource)
-	if !ok {
-		panic("informer: unknown resource " + group + "/" + resource)
-	}
-	return f.ForKind(k, "")
+	return f.ForKind(MustKind(group, resource), "")
 }
 
 // Shared is For seen as T.

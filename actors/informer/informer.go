@@ -110,11 +110,16 @@ func (i *Informer) Kind() *schemas.Kind { return i.kind }
 
 // For is New for a kind named by resource ("pods", "deployments", ...); it panics on a typo.
 func For(log *statelog.Log, group, resource string) *Informer {
+	return New(log, MustKind(group, resource), "")
+}
+
+// MustKind is the v1 kind of a resource ("pods", "deployments", ...); it panics on a typo.
+func MustKind(group, resource string) *schemas.Kind {
 	k, ok := schemas.ByResource(group, "v1", resource)
 	if !ok {
 		panic("informer: unknown resource " + group + "/" + resource)
 	}
-	return New(log, k, "")
+	return k
 }
 
 // AddHandler registers h and returns the func that removes it. A handler added to a running
@@ -257,6 +262,10 @@ func (i *Informer) decode(value []byte, rev uint64) (runtime.Object, error) {
 	obj.GetObjectKind().SetGroupVersionKind(i.kind.GVK)
 	if m, err := meta.Accessor(obj); err == nil {
 		m.SetResourceVersion(fmt.Sprint(rev))
+		// No reader of a cache needs them (controllers write back without them, which the
+		// apiserver takes as unchanged, as kube-apiserver does), as client-go's
+		// TransformStripManagedFields has it; they were a third of a cached Service or slice.
+		m.SetManagedFields(nil)
 	}
 	return obj, nil
 }

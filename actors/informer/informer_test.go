@@ -116,3 +116,44 @@ func record(mu *sync.Mutex, m map[string]string, o runtime.Object) {
 	m[cm.Name] = cm.Data["v"]
 	mu.Unlock()
 }
+
+// Cached objects carry no managedFields: nothing reads them from a cache.
+func TestInformerDropsManagedFields(t *testing.T) {
+	l := openLog(t, statelog.Config{})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "default",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1"}}},
+		Data: map[string]string{"v": "1"}}
+	data, _ := schemas.EncodeJSON(cm)
+	if _, err := l.Create(context.Background(), schemas.StorageKey(cmKind(), "default", "m"), data, nil); err != nil {
+		t.Fatal(err)
+	}
+	inf := informer.New(l, cmKind(), "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = inf.Run(ctx) }()
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if !inf.WaitForSync(wctx) {
+		t.Fatal("not synced")
+	}
+	got, ok := informer.Of[*corev1.ConfigMap](inf).Get("default", "m")
+	if !ok || got.Data["v"] != "1" || got.ManagedFields != nil {
+		t.Fatalf("cached %+v (found %v)", got, ok)
+	}
+}
+
+// A factory over a log opened for some kinds refuses an informer of another: it would
+// otherwise wait forever for objects the process never receives.
+func TestFactoryRefusesKindsOutsideTheLog(t *testing.T) {
+	l := openLog(t, statelog.Config{Only: []string{schemas.StoragePrefix(cmKind(), "")}})
+	f := informer.NewFactory(l)
+	if f.ForKind(cmKind(), "default") == nil {
+		t.Fatal("no informer of the log's own kind")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("an informer of pods over a log of configmaps")
+		}
+	}()
+	f.For("", "pods")
+}

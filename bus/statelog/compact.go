@@ -21,6 +21,9 @@ func (l *Log) Compact(ctx context.Context, rev uint64) error {
 	if l.cfg.ReadOnly {
 		return ErrReadOnly
 	}
+	if len(l.filters) > 0 {
+		return fmt.Errorf("%w: compaction plans over every key, the view holds %q", ErrOutsideView, l.cfg.Only)
+	}
 	if rev <= l.CompactedRev() {
 		return nil
 	}

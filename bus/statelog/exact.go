@@ -13,6 +13,9 @@ import (
 // the history no longer reaches back to rev (compacted, or let go of by the size bound).
 // Entries rebuilt from history carry no Header.
 func (l *Log) ListAt(ctx context.Context, prefix string, rev uint64) ([]Entry, error) {
+	if err := l.mustHold(prefix); err != nil {
+		return nil, err
+	}
 	if err := l.waitRead(ctx, ReadOptions{MinRev: rev}, l.ownUnder(prefix, false)); err != nil {
 		return nil, err
 	}

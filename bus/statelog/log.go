@@ -1,6 +1,7 @@
 package statelog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ type Log struct {
 	st       jetstream.Stream
 	leader   nats.JetStreamContext // reads for writes' CAS decisions (leader.go)
 	keyBase  string                // <prefix>.k
+	filters  []string              // the consumer's subject filters of Config.Only (filter.go)
 	markSubj string                // <prefix>.m.compact
 	view     *view
 	feed     feed // the view's consumer (slots.go)
@@ -49,6 +51,10 @@ type Log struct {
 // once the view has caught up with the stream's last sequence at Open.
 func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	cfg.defaults()
+	filters, err := onlySubjects(cfg.Prefix, cfg.Only)
+	if err != nil {
+		return nil, err
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
@@ -71,6 +77,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		st:       st,
 		leader:   leader,
 		keyBase:  cfg.Prefix + ".k",
+		filters:  filters,
 		markSubj: cfg.Prefix + ".m." + metaMark,
 		view:     newView(cfg.HistoryBytes),
 		stop:     make(chan struct{}),
@@ -83,7 +90,11 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	if l.feed, err = l.openFeed(ctx); err != nil {
 		return nil, err
 	}
-	if err := l.WaitForRev(ctx, info.State.LastSeq); err != nil {
+	wait := l.WaitForRev
+	if len(l.filters) > 0 {
+		wait = l.reach // its kinds may have no message at the last sequence
+	}
+	if err := wait(ctx, info.State.LastSeq); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -98,15 +109,29 @@ func (l *Log) openFeed(ctx context.Context) (feed, error) {
 	if len(l.cfg.ConsumerNames) > 0 {
 		return l.openSlot(ctx, l.cfg.ConsumerNames)
 	}
-	cons, err := l.st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	cons, err := l.st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy, FilterSubjects: l.filters})
 	if err != nil {
 		return nil, err
 	}
-	return cons.Consume(l.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	cc, err := cons.Consume(l.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		l.errMu.Lock()
 		l.lastErr = err
 		l.errMu.Unlock()
 	}), jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat))
+	if err != nil {
+		return nil, err
+	}
+	return orderedFeed{ConsumeContext: cc, cons: cons}, nil
+}
+
+// orderedFeed is nats.go's ordered consumer: Close stops it, reach asks for its info.
+type orderedFeed struct {
+	jetstream.ConsumeContext
+	cons jetstream.Consumer
+}
+
+func (f orderedFeed) info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+	return f.cons.Info(ctx)
 }
 
 // openStream creates the stream or opens the existing one; read-only, only opens it.
@@ -148,9 +173,19 @@ func (l *Log) handle(m jetstream.Msg) {
 func (l *Log) apply(seq uint64, subj string, h nats.Header, data []byte, at time.Time) {
 	if strings.HasPrefix(subj, l.keyBase+".") {
 		key, err := subjectKey(l.keyBase, subj)
-		if err == nil {
+		// catchUp reads every sequence; a filtered view skips other kinds' as its consumer does.
+		if err == nil && l.Holds(key) {
 			del := h.Get(hdrOp) == opDelete
-			ev, blocked := l.view.applyKey(seq, key, del, l.fromStorage(key, data, del), fromNATSHeader(h), at)
+			var keep Header
+			if !l.cfg.DropHeaders {
+				keep = fromNATSHeader(h)
+			}
+			if len(h) > 0 {
+				// The client reads headers and data into one buffer: a copy of the data alone
+				// lets the header bytes go with the message.
+				data = bytes.Clone(data)
+			}
+			ev, blocked := l.view.applyKey(seq, key, del, l.fromStorage(key, data, del), keep, at)
 			l.settle(key, seq)
 			if len(blocked) > 0 {
 				l.deliverBlocked(ev, blocked)
@@ -194,6 +229,9 @@ func (l *Log) catchUp(ctx context.Context, target uint64) error {
 // waitForExisting waits until the view has applied rev, a revision the stream is known to
 // hold (a write's ack, the stream's last sequence), catching up directly if the consumer lags.
 func (l *Log) waitForExisting(ctx context.Context, rev uint64) error {
+	if len(l.filters) > 0 {
+		return l.reach(ctx, rev)
+	}
 	for {
 		wctx, cancel := context.WithTimeout(ctx, catchUpAfter)
 		err := l.waitApplied(wctx, rev)
@@ -273,6 +311,9 @@ func (l *Log) WaitForRev(ctx context.Context, rev uint64) error {
 	if rev <= l.own.acked.Load() {
 		return l.waitForExisting(ctx, rev)
 	}
+	if len(l.filters) > 0 {
+		return l.waitFiltered(ctx, rev)
+	}
 	return l.waitApplied(ctx, rev)
 }
 
@@ -322,6 +363,9 @@ func (l *Log) waitRead(ctx context.Context, o ReadOptions, own uint64) error {
 
 // Get returns the live value of key. It sees every write of key this Log has returned from.
 func (l *Log) Get(ctx context.Context, key string, o ReadOptions) (Entry, error) {
+	if err := l.mustHold(key); err != nil {
+		return Entry{}, err
+	}
 	if err := l.waitRead(ctx, o, l.ownUnder(key, true)); err != nil {
 		return Entry{}, err
 	}
@@ -336,6 +380,9 @@ func (l *Log) Get(ctx context.Context, key string, o ReadOptions) (Entry, error)
 // key, and the revision the list reflects. It sees every write under prefix this Log has
 // returned from.
 func (l *Log) List(ctx context.Context, prefix string, o ReadOptions) ([]Entry, uint64, error) {
+	if err := l.mustHold(prefix); err != nil {
+		return nil, 0, err
+	}
 	if err := l.waitRead(ctx, o, l.ownUnder(prefix, false)); err != nil {
 		return nil, 0, err
 	}

@@ -114,7 +114,8 @@ func (f *slotFeed) takeOverStale(ctx context.Context, names []string) (string, e
 // create makes the consumer name start after what the view has applied and consumes it.
 func (f *slotFeed) create(ctx context.Context, name string) error {
 	cfg := jetstream.ConsumerConfig{Name: name, Description: f.marker, AckPolicy: jetstream.AckNonePolicy,
-		MemoryStorage: true, Replicas: 1, InactiveThreshold: slotIdle, DeliverPolicy: jetstream.DeliverAllPolicy}
+		MemoryStorage: true, Replicas: 1, InactiveThreshold: slotIdle, DeliverPolicy: jetstream.DeliverAllPolicy,
+		FilterSubjects: f.l.filters}
 	if next := f.l.applied() + 1; next > 1 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, next
 	}
@@ -205,7 +206,9 @@ func (f *slotFeed) recreate() bool {
 	for _, name := range f.names {
 		if name != f.name && f.create(ctx, name) == nil {
 			_ = f.st.DeleteConsumer(ctx, f.name)
+			f.mu.Lock()
 			f.name = name
+			f.mu.Unlock()
 			return true
 		}
 	}
@@ -221,6 +224,18 @@ func (f *slotFeed) stopConsume() {
 	if cc != nil {
 		cc.Stop()
 	}
+}
+
+// info is the held consumer's, for reach.
+func (f *slotFeed) info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+	f.mu.Lock()
+	name := f.name
+	f.mu.Unlock()
+	c, err := f.st.Consumer(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return c.CachedInfo(), nil
 }
 
 // Stop ends consumption and removes the consumer, freeing the name at once.

@@ -59,6 +59,14 @@ type Config struct {
 	Sync Syncer
 	// Space guards the store's disk (space.go); nil = no check.
 	Space Space
+	// Only, if set, are the key prefixes (whole tokens ending in "/", e.g. "core/services/")
+	// the view holds: its consumer is filtered to their subjects (filter.go), so a reader of a
+	// few kinds neither receives nor keeps the others. Reads, watches and writes outside them
+	// fail with ErrOutsideView; Compact, which needs every key, is refused.
+	Only []string
+	// DropHeaders: the view keeps no write headers (the trace context), for readers that
+	// start no traced work from what they read; Entry.Header and Event.Header are nil.
+	DropHeaders bool
 }
 
 // Syncer puts the stream's acknowledged writes on stable storage.

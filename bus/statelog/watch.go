@@ -107,6 +107,9 @@ func (l *Log) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watche
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := l.mustHold(prefix); err != nil {
+		return nil, err
+	}
 	// The snapshot, the history and "now" all include this Log's own writes under prefix.
 	if err := l.waitOwn(ctx, prefix, false); err != nil {
 		return nil, err

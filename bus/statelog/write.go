@@ -88,6 +88,9 @@ func (l *Log) Create(ctx context.Context, key string, value []byte, h Header) (u
 	if l.cfg.ReadOnly {
 		return 0, ErrReadOnly
 	}
+	if err := l.mustHold(key); err != nil {
+		return 0, err
+	}
 	subj, err := keySubject(l.keyBase, key)
 	if err != nil {
 		return 0, err
@@ -142,6 +145,9 @@ func (l *Log) Delete(ctx context.Context, key string, expectedRev uint64, h Head
 func (l *Log) change(ctx context.Context, key string, value []byte, expectedRev uint64, h Header, del bool) (uint64, error) {
 	if l.cfg.ReadOnly {
 		return 0, ErrReadOnly
+	}
+	if err := l.mustHold(key); err != nil {
+		return 0, err
 	}
 	subj, err := keySubject(l.keyBase, key)
 	if err != nil {

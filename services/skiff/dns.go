@@ -39,8 +39,11 @@ func newDNS() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			// It reads what a node's DNS server reads, so it joins as a node.
-			m, err := controlplane.Join(ctx, natsURL, "skiff-dns-"+name, controlplane.NATSAuth{Creds: natsCreds, ID: identity.NodeID(name)})
+			// It reads what a node's DNS server reads, so it joins as a node, keeping only the
+			// kinds DNS answers from.
+			m, err := controlplane.JoinReading(ctx, natsURL, "skiff-dns-"+name,
+				controlplane.Reads{Kinds: clusterdns.Kinds(), Untraced: true},
+				controlplane.NATSAuth{Creds: natsCreds, ID: identity.NodeID(name)})
 			if err != nil {
 				return err
 			}
