@@ -28,8 +28,10 @@ var (
 const DefaultStream = "STATE"
 
 // DefaultHistoryBytes is the default bound of a view's event history. Compaction bounds the
-// history by age; this bounds it by size, whatever the write rate.
-const DefaultHistoryBytes = 128 << 20
+// history by age; this bounds it by size, whatever the write rate. 64 MiB holds about three
+// minutes of 5,000 nodes' lease renewals (kube-apiserver's watch cache aims at 75 s) or some
+// 20,000 pod writes; a watcher further behind relists.
+const DefaultHistoryBytes = 64 << 20
 
 // Config configures a Log.
 type Config struct {
