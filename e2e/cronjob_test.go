@@ -14,30 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/schemas"
-	"github.com/skiff-sh/skiff/testkit/echoapp"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 func cronJobManifest(name, spec string, args ...string) string {
-	return fmt.Sprintf(`
-apiVersion: batch/v1
-kind: CronJob
-metadata: {name: %s}
-spec:
-  schedule: "*/1 * * * *"
-%s
-  jobTemplate:
-    spec:
-      backoffLimit: 0
-      template:
-        spec:
-          restartPolicy: Never
-          terminationGracePeriodSeconds: 1
-          containers:
-          - name: work
-            image: %s
-            args: ["%s"]
-`, name, spec, echoapp.Image, strings.Join(args, `", "`))
+	return fmt.Sprintf("\napiVersion: batch/v1\nkind: CronJob\nmetadata: {name: %s}\nspec:\n  schedule: \"*/1 * * * *\"\n%s\n  jobTemplate:\n    spec:\n      backoffLimit: 0\n", name, spec) +
+		jobPodTemplate("      ", args...)
 }
 
 // CronJobs on a real node, by the wall clock (cron's granularity is the minute, so this waits

@@ -16,21 +16,22 @@ import (
 )
 
 func jobManifest(name, spec string, args ...string) string {
-	return fmt.Sprintf(`
-apiVersion: batch/v1
-kind: Job
-metadata: {name: %s}
-spec:
-%s
-  template:
-    spec:
-      restartPolicy: Never
-      terminationGracePeriodSeconds: 1
-      containers:
-      - name: work
-        image: %s
-        args: ["%s"]
-`, name, spec, echoapp.Image, strings.Join(args, `", "`))
+	return fmt.Sprintf("\napiVersion: batch/v1\nkind: Job\nmetadata: {name: %s}\nspec:\n%s\n", name, spec) + jobPodTemplate("  ", args...)
+}
+
+// jobPodTemplate is a Job's pod template, each line indented by indent: one httpecho
+// container run with args, never restarted.
+func jobPodTemplate(indent string, args ...string) string {
+	t := fmt.Sprintf(`template:
+  spec:
+    restartPolicy: Never
+    terminationGracePeriodSeconds: 1
+    containers:
+    - name: work
+      image: %s
+      args: ["%s"]
+`, echoapp.Image, strings.Join(args, `", "`))
+	return indent + strings.ReplaceAll(strings.TrimSuffix(t, "\n"), "\n", "\n"+indent) + "\n"
 }
 
 // Jobs on a real node, their pods run by containerd: 5 completions two at a time end

@@ -10,18 +10,6 @@ import (
 
 const hpaV1Path = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
 
-func field(obj map[string]any, path ...string) any {
-	var v any = obj
-	for _, p := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[p]
-	}
-	return v
-}
-
 // autoscaling/v1 is served beside v2 over the same stored (v2) objects, converted as
 // kube-apiserver converts: targetCPUUtilizationPercentage is the cpu Utilization metric, and
 // what v1 has no field for travels in the autoscaling.alpha.kubernetes.io annotations.
@@ -31,13 +19,13 @@ func TestHorizontalPodAutoscalerV1AndV2AreOneObject(t *testing.T) {
 	v1 := a.mustDo(201, "POST", hpaV1Path, "application/json", `{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler",
 		"metadata":{"name":"old"},"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4,
 		"targetCPUUtilizationPercentage":60}}`)
-	if field(v1, "apiVersion") != "autoscaling/v1" || field(v1, "spec", "minReplicas") != 1.0 || field(v1, "spec", "targetCPUUtilizationPercentage") != 60.0 {
+	if get(v1, "apiVersion") != "autoscaling/v1" || get(v1, "spec", "minReplicas") != 1.0 || get(v1, "spec", "targetCPUUtilizationPercentage") != 60.0 {
 		t.Fatalf("created v1: %v", v1)
 	}
 	v2 := a.mustDo(200, "GET", hpaPath+"/old", "", "")
-	m, _ := json.Marshal(field(v2, "spec", "metrics"))
-	if field(v2, "apiVersion") != "autoscaling/v2" || string(m) != `[{"resource":{"name":"cpu","target":{"averageUtilization":60,"type":"Utilization"}},"type":"Resource"}]` ||
-		field(v2, "metadata", "annotations") != nil || field(v2, "metadata", "resourceVersion") != field(v1, "metadata", "resourceVersion") {
+	m, _ := json.Marshal(get(v2, "spec", "metrics"))
+	if get(v2, "apiVersion") != "autoscaling/v2" || string(m) != `[{"resource":{"name":"cpu","target":{"averageUtilization":60,"type":"Utilization"}},"type":"Resource"}]` ||
+		get(v2, "metadata", "annotations") != nil || get(v2, "metadata", "resourceVersion") != get(v1, "metadata", "resourceVersion") {
 		t.Fatalf("v1 object read as v2: %v", v2)
 	}
 
@@ -49,8 +37,8 @@ func TestHorizontalPodAutoscalerV1AndV2AreOneObject(t *testing.T) {
 		           {"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":70}}}],
 		"behavior":{"scaleDown":{"stabilizationWindowSeconds":30}}}}`)
 	got := a.mustDo(200, "GET", hpaV1Path+"/new", "", "")
-	ann, _ := field(got, "metadata", "annotations").(map[string]any)
-	if field(got, "apiVersion") != "autoscaling/v1" || field(got, "spec", "targetCPUUtilizationPercentage") != 70.0 ||
+	ann, _ := get(got, "metadata", "annotations").(map[string]any)
+	if get(got, "apiVersion") != "autoscaling/v1" || get(got, "spec", "targetCPUUtilizationPercentage") != 70.0 ||
 		ann["autoscaling.alpha.kubernetes.io/metrics"] != `[{"type":"Resource","resource":{"name":"memory","targetAverageValue":"100Mi"}}]` ||
 		!strings.Contains(ann["autoscaling.alpha.kubernetes.io/behavior"].(string), `"stabilizationWindowSeconds":30`) {
 		t.Fatalf("v2 object read as v1: %v", got)
@@ -59,16 +47,16 @@ func TestHorizontalPodAutoscalerV1AndV2AreOneObject(t *testing.T) {
 	body, _ := json.Marshal(got)
 	a.mustDo(200, "PUT", hpaV1Path+"/new", "application/json", string(body))
 	v2 = a.mustDo(200, "GET", hpaPath+"/new", "", "")
-	m, _ = json.Marshal(field(v2, "spec", "metrics"))
-	if field(v2, "spec", "maxReplicas") != 8.0 || !strings.Contains(string(m), `"averageValue":"100Mi"`) || !strings.Contains(string(m), `"averageUtilization":70`) ||
-		field(v2, "spec", "behavior", "scaleDown", "stabilizationWindowSeconds") != 30.0 || field(v2, "metadata", "annotations") != nil {
+	m, _ = json.Marshal(get(v2, "spec", "metrics"))
+	if get(v2, "spec", "maxReplicas") != 8.0 || !strings.Contains(string(m), `"averageValue":"100Mi"`) || !strings.Contains(string(m), `"averageUtilization":70`) ||
+		get(v2, "spec", "behavior", "scaleDown", "stabilizationWindowSeconds") != 30.0 || get(v2, "metadata", "annotations") != nil {
 		t.Fatalf("after a v1 update, v2 reads %v", v2)
 	}
 
 	// A list through v1 holds both as v1; a metric v1 cannot carry is refused by name.
 	list := a.mustDo(200, "GET", hpaV1Path, "", "")
-	if items, _ := list["items"].([]any); len(items) != 2 || field(list, "apiVersion") != "autoscaling/v1" ||
-		field(items[0].(map[string]any), "apiVersion") != "autoscaling/v1" {
+	if items, _ := list["items"].([]any); len(items) != 2 || get(list, "apiVersion") != "autoscaling/v1" ||
+		get(items[0].(map[string]any), "apiVersion") != "autoscaling/v1" {
 		t.Fatalf("v1 list: %v", list)
 	}
 	code, out := a.do("POST", hpaV1Path, "application/json", `{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler",
