@@ -2,8 +2,11 @@ package apiserver_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
@@ -107,4 +110,39 @@ func TestKubectlAutoscaleAndBothHPAVersions(t *testing.T) {
 		}
 	}
 	must("targetCPUUtilizationPercentage\t<integer>", "explain", "hpa.spec", "--api-version", "autoscaling/v1")
+
+	// Server-side apply through v1, twice (the second a change of the applied field), then a
+	// v2 apply by another manager of a field v1 carries in an annotation.
+	const applied = "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {name: ssa}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  maxReplicas: %d\n  targetCPUUtilizationPercentage: 40\n"
+	must("horizontalpodautoscaler.autoscaling/ssa serverside-applied", "apply", "--server-side", "-f", writeFile(t, "ssa.yaml", fmt.Sprintf(applied, 4)))
+	must("horizontalpodautoscaler.autoscaling/ssa serverside-applied", "apply", "--server-side", "-f", writeFile(t, "ssa.yaml", fmt.Sprintf(applied, 5)))
+	out = must("maxReplicas: 5", "get", "hpa", "ssa", "-o", "yaml", "--show-managed-fields")
+	if !strings.Contains(out, "apiVersion: autoscaling/v1\n    fieldsType: FieldsV1") || !strings.Contains(out, "averageUtilization: 40") {
+		t.Errorf("after a v1 apply, v2 reads:\n%s", out)
+	}
+}
+
+// RBAC names group and resource, not version: one rule on autoscaling's horizontalpodautoscalers
+// covers v1 and v2 alike, and its absence refuses both (the bootstrap "edit" role included).
+func TestRBACCoversBothHPAVersions(t *testing.T) {
+	a, cp := newSecureAPI(t)
+	admin, bob := a.admin(), a.as("bob-token")
+	const v1Body = `{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler","metadata":{"name":"web"},"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":3}}`
+	admin.mustDo(http.StatusCreated, "POST", hpaV1Path, v1Body)
+	for _, path := range []string{hpaV1Path + "/web", hpaPath + "/web"} {
+		refused(t, cp, bob, "GET", path, "", http.StatusForbidden,
+			`horizontalpodautoscalers.autoscaling "web" is forbidden: User "bob" cannot get resource "horizontalpodautoscalers" in API group "autoscaling" in the namespace "default"`)
+	}
+	admin.mustDo(http.StatusCreated, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"bob-edits"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"kind":"User","name":"bob"}]}`)
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if code, out, _ := bob.do("GET", hpaV1Path+"/web", ""); code != http.StatusOK {
+			return fmt.Errorf("bob's v1 get after the binding: %d %v", code, out["message"])
+		}
+		return nil
+	})
+	if got := bob.mustDo(http.StatusOK, "GET", hpaPath+"/web", ""); get(got, "apiVersion") != "autoscaling/v2" {
+		t.Fatalf("bob's v2 get: %v", got)
+	}
+	bob.mustDo(http.StatusOK, "DELETE", hpaV1Path+"/web", "")
 }
