@@ -103,12 +103,7 @@ func scheduledName(cronJob string, at time.Time) string {
 
 func getCronJob(t *testing.T, n *node, name string) *batchv1.CronJob {
 	t.Helper()
-	k, _ := schemas.ByResource("batch", "v1", "cronjobs")
-	o, err := n.cp.Client.Get(context.Background(), k, "default", name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o.(*batchv1.CronJob)
+	return getInDefault[*batchv1.CronJob](t, n, "batch", "cronjobs", name)
 }
 
 // jobsOf names the Jobs of default that the CronJob controls and are not being deleted.

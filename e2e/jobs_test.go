@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/testkit/echoapp"
@@ -91,12 +92,18 @@ func jobsRun(t *testing.T, n *node) {
 
 func getJob(t *testing.T, n *node, name string) *batchv1.Job {
 	t.Helper()
-	k, _ := schemas.ByResource("batch", "v1", "jobs")
+	return getInDefault[*batchv1.Job](t, n, "batch", "jobs", name)
+}
+
+// getInDefault reads the named object of a v1 resource in default.
+func getInDefault[T runtime.Object](t *testing.T, n *node, group, resource, name string) T {
+	t.Helper()
+	k, _ := schemas.ByResource(group, "v1", resource)
 	o, err := n.cp.Client.Get(context.Background(), k, "default", name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return o.(*batchv1.Job)
+	return o.(T)
 }
 
 func jobCondition(j *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCondition {
