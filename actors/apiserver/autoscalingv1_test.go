@@ -56,12 +56,28 @@ func TestHorizontalPodAutoscalerV1AndV2AreOneObject(t *testing.T) {
 		t.Fatalf("after a v1 update, v2 reads %v", v2)
 	}
 
-	// A list through v1 holds both as v1; a metric v1 cannot carry is refused by name.
+	// A list through v1 holds both as v1, and a watch through v1 sees a v2 write as v1.
 	list := a.mustDo(200, "GET", hpaV1Path, "", "")
 	if items, _ := list["items"].([]any); len(items) != 2 || get(list, "apiVersion") != "autoscaling/v1" ||
 		get(items[0].(map[string]any), "apiVersion") != "autoscaling/v1" {
 		t.Fatalf("v1 list: %v", list)
 	}
+	resp, err := http.Get(a.base + hpaV1Path + "?watch=true&resourceVersion=" + get(list, "metadata", "resourceVersion").(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	a.mustDo(200, "PATCH", hpaPath+"/old", "application/merge-patch+json", `{"spec":{"metrics":[{"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":55}}}]}}`)
+	var ev struct {
+		Type   string         `json:"type"`
+		Object map[string]any `json:"object"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil || ev.Type != "MODIFIED" || get(ev.Object, "apiVersion") != "autoscaling/v1" ||
+		get(ev.Object, "spec", "targetCPUUtilizationPercentage") != 55.0 {
+		t.Fatalf("v1 watch after a v2 patch: %v %+v", err, ev)
+	}
+
+	// A metric v1 cannot carry is refused by name.
 	code, out := a.do("POST", hpaV1Path, "application/json", `{"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscaler",
 		"metadata":{"name":"qps","annotations":{"autoscaling.alpha.kubernetes.io/metrics":"[{\"type\":\"Pods\",\"pods\":{\"metricName\":\"qps\",\"targetAverageValue\":\"1\"}}]"}},
 		"spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":4}}`)
