@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/testkit/echoapp"
@@ -16,21 +17,22 @@ import (
 )
 
 func jobManifest(name, spec string, args ...string) string {
-	return fmt.Sprintf(`
-apiVersion: batch/v1
-kind: Job
-metadata: {name: %s}
-spec:
-%s
-  template:
-    spec:
-      restartPolicy: Never
-      terminationGracePeriodSeconds: 1
-      containers:
-      - name: work
-        image: %s
-        args: ["%s"]
-`, name, spec, echoapp.Image, strings.Join(args, `", "`))
+	return fmt.Sprintf("\napiVersion: batch/v1\nkind: Job\nmetadata: {name: %s}\nspec:\n%s\n", name, spec) + jobPodTemplate("  ", args...)
+}
+
+// jobPodTemplate is a Job's pod template, each line indented by indent: one httpecho
+// container run with args, never restarted.
+func jobPodTemplate(indent string, args ...string) string {
+	t := fmt.Sprintf(`template:
+  spec:
+    restartPolicy: Never
+    terminationGracePeriodSeconds: 1
+    containers:
+    - name: work
+      image: %s
+      args: ["%s"]
+`, echoapp.Image, strings.Join(args, `", "`))
+	return indent + strings.ReplaceAll(strings.TrimSuffix(t, "\n"), "\n", "\n"+indent) + "\n"
 }
 
 // Jobs on a real node, their pods run by containerd: 5 completions two at a time end
@@ -90,12 +92,18 @@ func jobsRun(t *testing.T, n *node) {
 
 func getJob(t *testing.T, n *node, name string) *batchv1.Job {
 	t.Helper()
-	k, _ := schemas.ByResource("batch", "v1", "jobs")
+	return getInDefault[*batchv1.Job](t, n, "batch", "jobs", name)
+}
+
+// getInDefault reads the named object of a v1 resource in default.
+func getInDefault[T runtime.Object](t *testing.T, n *node, group, resource, name string) T {
+	t.Helper()
+	k, _ := schemas.ByResource(group, "v1", resource)
 	o, err := n.cp.Client.Get(context.Background(), k, "default", name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return o.(*batchv1.Job)
+	return o.(T)
 }
 
 func jobCondition(j *batchv1.Job, typ batchv1.JobConditionType) *batchv1.JobCondition {

@@ -10,12 +10,23 @@ import (
 )
 
 // The workloads of issue #14 on one real node (shared, as each needs a node's start): a
-// StatefulSet with claim templates, Jobs, and the default Helm chart with its test.
+// StatefulSet with claim templates, Jobs, the default Helm chart with its test, and CronJobs.
+// The CronJobs mostly wait for the clock's minutes, so they run beside the others, which run
+// one after another, instead of adding two minutes after them.
 func TestWorkloadsOnARealNode(t *testing.T) {
 	n := startNode(t, withDockerMirror(t))
-	t.Run("StatefulSet", func(t *testing.T) { statefulSetKeepsEachPodsVolume(t, n) })
-	t.Run("Jobs", func(t *testing.T) { jobsRun(t, n) })
-	t.Run("HelmTest", func(t *testing.T) { helmInstallAndTest(t, n) })
+	t.Run("Node", func(t *testing.T) {
+		t.Run("CronJob", func(t *testing.T) {
+			t.Parallel()
+			cronJobsRunOnSchedule(t, n)
+		})
+		t.Run("InTurn", func(t *testing.T) {
+			t.Parallel()
+			t.Run("StatefulSet", func(t *testing.T) { statefulSetKeepsEachPodsVolume(t, n) })
+			t.Run("Jobs", func(t *testing.T) { jobsRun(t, n) })
+			t.Run("HelmTest", func(t *testing.T) { helmInstallAndTest(t, n) })
+		})
+	})
 }
 
 // withDockerMirror serves a registry holding this repository's busybox stand-in as

@@ -62,9 +62,12 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 // JSON (with apiVersion and kind) in Object.Raw.
 func Table(k *Kind, objs []runtime.Object, now time.Time) *metav1.Table {
 	var t *metav1.Table
-	if k.Custom != nil {
+	switch {
+	case k.Custom != nil:
 		t = k.Custom.Table(objs, now)
-	} else {
+	case k.StoredAs != nil:
+		t = storedVersionTable(k, objs, now)
+	default:
 		t = printers.Table(k.Resource, objs, now)
 	}
 	for i := range t.Rows {
@@ -78,3 +81,20 @@ func Table(k *Kind, objs []runtime.Object, now time.Time) *metav1.Table {
 
 // HumanDuration renders an age the way kubectl does: "5s", "3m2s", "4h", "12d".
 func HumanDuration(d time.Duration) string { return printers.HumanDuration(d) }
+
+// storedVersionTable prints the objects of a version stored as another with that version's
+// columns (kube prints the internal form of either), each row carrying the object as served.
+func storedVersionTable(k *Kind, objs []runtime.Object, now time.Time) *metav1.Table {
+	stored := make([]runtime.Object, len(objs))
+	for i, o := range objs {
+		var err error
+		if stored[i], err = k.StoredAs.ToStored(o); err != nil {
+			stored[i] = o // printed as NAME AGE
+		}
+	}
+	t := printers.Table(k.Resource, stored, now)
+	for i := range t.Rows {
+		t.Rows[i].Object = runtime.RawExtension{Object: objs[i]}
+	}
+	return t
+}

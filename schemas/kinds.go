@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -35,6 +36,17 @@ type Kind struct {
 	NewList      func() runtime.Object
 	// Custom is set on kinds defined by a CustomResourceDefinition (see custom.go).
 	Custom Custom
+	// StoredAs is set on a version served over the objects of another version of the kind:
+	// the storage keys are the same and the log holds the other version.
+	StoredAs *StoredAs
+}
+
+// StoredAs names the version a kind's objects are stored as and converts to and from it, as
+// kube-apiserver stores autoscaling/v2 HorizontalPodAutoscalers and serves v1 by conversion.
+type StoredAs struct {
+	GVK        schema.GroupVersionKind
+	ToStored   func(runtime.Object) (runtime.Object, error)
+	FromStored func(runtime.Object) (runtime.Object, error)
 }
 
 // GroupVersionResource is the kind's resource coordinates.
@@ -120,6 +132,10 @@ var kinds = []*Kind{
 	{GVK: autoscaling.WithKind("HorizontalPodAutoscaler"), Resource: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler", ShortNames: []string{"hpa"}, Namespaced: true,
 		Subresources: []string{"status"},
 		New:          func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscaler{} }, NewList: func() runtime.Object { return &autoscalingv2.HorizontalPodAutoscalerList{} }},
+	// After v2, so v2 is autoscaling's preferred version and what a versionless lookup finds.
+	{GVK: autoscalingv1.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"), Resource: "horizontalpodautoscalers", Singular: "horizontalpodautoscaler", ShortNames: []string{"hpa"}, Namespaced: true,
+		Subresources: []string{"status"}, StoredAs: hpaStoredAsV2,
+		New: func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscaler{} }, NewList: func() runtime.Object { return &autoscalingv1.HorizontalPodAutoscalerList{} }},
 	{GVK: discovery.WithKind("EndpointSlice"), Resource: "endpointslices", Singular: "endpointslice", Namespaced: true,
 		New: func() runtime.Object { return &discoveryv1.EndpointSlice{} }, NewList: func() runtime.Object { return &discoveryv1.EndpointSliceList{} }},
 	{GVK: core.WithKind("Endpoints"), Resource: "endpoints", Singular: "endpoints", ShortNames: []string{"ep"}, Namespaced: true,

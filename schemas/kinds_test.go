@@ -35,17 +35,20 @@ func TestLookup(t *testing.T) {
 func TestKindsAreConsistent(t *testing.T) {
 	seen := map[string]bool{}
 	for _, k := range schemas.Kinds() {
-		if seen[k.Resource] {
-			t.Errorf("%s twice", k.Resource)
+		if seen[k.Resource] != (k.StoredAs != nil) {
+			t.Errorf("%s: served before %v, stored as %v: a second version must be stored as the first", k.Resource, seen[k.Resource], k.StoredAs)
 		}
 		seen[k.Resource] = true
+		if stored := schemas.Stored(k); stored.Resource != k.Resource || stored.StoredAs != nil || stored.GVK.Group != k.GVK.Group {
+			t.Errorf("%s is stored as %v", k.GVK, stored.GVK)
+		}
 		if got, ok := schemas.ByResource(k.GVK.Group, k.GVK.Version, k.Resource); !ok || got != k {
 			t.Errorf("ByResource(%v) = %v", k.GroupVersionResource(), got)
 		}
 		if got, ok := schemas.ByGVK(k.GVK); !ok || got != k {
 			t.Errorf("ByGVK(%v) = %v", k.GVK, got)
 		}
-		if got, ok := schemas.Lookup(k.Resource); !ok || got != k {
+		if got, ok := schemas.Lookup(k.Resource); !ok || got != schemas.Stored(k) {
 			t.Errorf("Lookup(%s) = %v", k.Resource, got)
 		}
 		obj, list := k.New(), k.NewList()
@@ -64,8 +67,8 @@ func TestKindsAreConsistent(t *testing.T) {
 			t.Errorf("%s: New returns a shared object", k.Resource)
 		}
 	}
-	if len(seen) != 29 {
-		t.Errorf("%d kinds; want 29", len(seen))
+	if len(seen) != 29 || len(schemas.Kinds()) != 30 {
+		t.Errorf("%d resources in %d kinds; want 29 in 30 (HorizontalPodAutoscaler in two versions)", len(seen), len(schemas.Kinds()))
 	}
 	for _, gvk := range []schema.GroupVersionKind{
 		{Version: "v1", Kind: "Binding"}, {Group: "autoscaling", Version: "v1", Kind: "Scale"},

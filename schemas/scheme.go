@@ -47,6 +47,7 @@ func init() {
 	// unversioned options in every group version.
 	utilruntime.Must(metav1.AddMetaToScheme(Scheme))
 	metav1.AddToGroupVersion(Scheme, metav1.SchemeGroupVersion)
+	utilruntime.Must(registerStoredAsConversions(Scheme))
 	Codecs = serializer.NewCodecFactory(Scheme)
 	ParameterCodec = runtime.NewParameterCodec(Scheme)
 }

@@ -226,7 +226,7 @@ func (s *Server) deleteNamespace(ctx context.Context, k *schemas.Kind, cur runti
 	}
 	empty := true
 	for _, ck := range schemas.Kinds() {
-		if !ck.Namespaced {
+		if !ck.Namespaced || ck.StoredAs != nil { // another version's objects: deleted through it
 			continue
 		}
 		entries, _, err := s.log.List(ctx, schemas.StoragePrefix(ck, ns.Name), statelog.ReadOptions{Consistent: true})

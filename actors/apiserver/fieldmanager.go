@@ -73,8 +73,9 @@ type fieldManagerKey struct {
 
 var fieldManagers sync.Map // fieldManagerKey -> *managedfields.FieldManager
 
-// fieldManagerFor is kube-apiserver's field manager for a kind's resource or subresource; the
-// kinds are served at one version, which is their own hub.
+// fieldManagerFor is kube-apiserver's field manager for a kind's resource or subresource, with
+// the version served as its hub; entries of another version of the kind (autoscaling/v1 and v2
+// HPAs) are converted through the scheme's conversions.
 func fieldManagerFor(k *schemas.Kind, sub string) (*managedfields.FieldManager, error) {
 	if k.Custom != nil {
 		return k.Custom.FieldManager(sub, resetFields(k, sub))

@@ -110,3 +110,39 @@ func TestKubectlApplyValidation(t *testing.T) {
 type openapiResources struct{ p *openapi.CachedOpenAPIParser }
 
 func (r openapiResources) OpenAPISchema() (openapi.Resources, error) { return r.p.Parse() }
+
+// TestKubectlExplainResourceMetrics: metrics.k8s.io is described as metrics-server's API is in
+// Kubernetes, so kubectl explains NodeMetrics and PodMetrics (OpenAPI v3 and v2) and its
+// client-side validation knows their fields.
+func TestKubectlExplainResourceMetrics(t *testing.T) {
+	cp := testutil.StartControlPlane(t)
+	kubectl := kubectlEnv(t, cp.URL())
+	for _, tc := range []struct{ args, wants []string }{
+		{[]string{"explain", "nodes", "--api-version", "metrics.k8s.io/v1beta1"}, []string{"GROUP:      metrics.k8s.io\nKIND:       NodeMetrics\nVERSION:    v1beta1",
+			"NodeMetrics sets resource usage metrics of a node.", "usage\t<map[string]Quantity> -required-", "window\t<string> -required-"}},
+		{[]string{"explain", "pods.containers", "--api-version", "metrics.k8s.io/v1beta1"}, []string{"KIND:       PodMetrics", "FIELD: containers <[]ContainerMetrics>",
+			"name\t<string> -required-", "usage\t<map[string]Quantity> -required-"}},
+		{[]string{"explain", "nodemetrics", "--output", "plaintext-openapiv2"}, []string{"KIND:     NodeMetrics\nVERSION:  metrics.k8s.io/v1beta1",
+			"timestamp\t<string> -required-"}},
+	} {
+		out, err := kubectl(tc.args...)
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", tc.args, err, out)
+		}
+		for _, want := range tc.wants {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl %v lacks %q:\n%s", tc.args, want, out)
+			}
+		}
+	}
+	dc := discovery.NewDiscoveryClientForConfigOrDie(&rest.Config{Host: cp.URL()})
+	schema := validation.NewSchemaValidation(openapiResources{openapi.NewOpenAPIParser(dc)})
+	const podMetrics = "apiVersion: metrics.k8s.io/v1beta1\nkind: PodMetrics\nmetadata: {name: p, namespace: default}\ntimestamp: \"2026-01-01T00:00:00Z\"\nwindow: 10s\ncontainers:\n- {name: c, usage: {cpu: 10m}%s}\n"
+	if err := schema.ValidateBytes([]byte(strings.ReplaceAll(podMetrics, "%s", ""))); err != nil {
+		t.Fatalf("client-side validation of a PodMetrics: %v", err)
+	}
+	if err := schema.ValidateBytes([]byte(strings.ReplaceAll(podMetrics, "%s", ", cores: 1"))); err == nil ||
+		!strings.Contains(err.Error(), `unknown field "cores" in io.k8s.metrics.pkg.apis.metrics.v1beta1.ContainerMetrics`) {
+		t.Fatalf("client-side validation of an unknown PodMetrics field: %v", err)
+	}
+}

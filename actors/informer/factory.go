@@ -42,6 +42,9 @@ func (f *Factory) Log() *statelog.Log { return f.log }
 
 // ForKind returns the shared informer of kind in namespace ("" = all namespaces).
 func (f *Factory) ForKind(kind *schemas.Kind, namespace string) *Informer {
+	// The log holds a kind served in two versions as one of them (autoscaling/v1 HPAs are
+	// stored as v2): the cache is of that one, whichever version is asked for.
+	kind = schemas.Stored(kind)
 	key := kind.GVK.Group + "/" + kind.Resource + "/" + namespace
 	f.mu.Lock()
 	defer f.mu.Unlock()

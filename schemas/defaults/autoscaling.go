@@ -1,8 +1,11 @@
 package defaults
 
 import (
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/skiff-sh/skiff/schemas/conversion"
 )
 
 // Kubernetes' autoscaling/v2 defaults.
@@ -27,6 +30,21 @@ func HorizontalPodAutoscaler(h *autoscalingv2.HorizontalPodAutoscaler) {
 	if b := h.Spec.Behavior; b != nil {
 		b.ScaleUp = ScaleUpRules(b.ScaleUp)
 		b.ScaleDown = ScaleDownRules(b.ScaleDown)
+	}
+}
+
+// HorizontalPodAutoscalerV1 defaults an autoscaling/v1 HPA to what it reads back as from its
+// stored v2 form: the v2 defaults (minReplicas 1, 80% CPU when no metric is given), with what v1
+// has no field for in its annotations. One that does not convert is left to validation.
+func HorizontalPodAutoscalerV1(h *autoscalingv1.HorizontalPodAutoscaler) {
+	v2, err := conversion.HPAToV2(h)
+	if err != nil {
+		return
+	}
+	HorizontalPodAutoscaler(v2)
+	if v1, err := conversion.HPAToV1(v2); err == nil {
+		v1.TypeMeta = h.TypeMeta
+		*h = *v1
 	}
 }
 

@@ -4,6 +4,7 @@ package defaults
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -43,6 +44,8 @@ func Default(obj runtime.Object) {
 		CronJob(o)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		HorizontalPodAutoscaler(o)
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		HorizontalPodAutoscalerV1(o)
 	case *discoveryv1.EndpointSlice:
 		EndpointSlice(o)
 	case *corev1.Endpoints:

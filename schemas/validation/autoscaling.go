@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"slices"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/skiff-sh/skiff/schemas/conversion"
 )
 
 // Kubernetes' bounds on an HPA's behavior.
@@ -175,4 +178,18 @@ func scalingRules(r *autoscalingv2.HPAScalingRules, p *field.Path) field.ErrorLi
 		}
 	}
 	return errs
+}
+
+// HorizontalPodAutoscalerV1 validates an autoscaling/v1 HPA as the v2 object it is stored as
+// (kube-apiserver validates the internal form of either version): its metrics annotation must
+// convert, and targetCPUUtilizationPercentage is checked as the cpu metric it becomes.
+func HorizontalPodAutoscalerV1(h *autoscalingv1.HorizontalPodAutoscaler) field.ErrorList {
+	if t := h.Spec.TargetCPUUtilizationPercentage; t != nil && *t < 1 {
+		return field.ErrorList{field.Invalid(specPath.Child("targetCPUUtilizationPercentage"), *t, "must be greater than 0")}
+	}
+	v2, err := conversion.HPAToV2(h)
+	if err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("metadata", "annotations"), "", err.Error())}
+	}
+	return HorizontalPodAutoscaler(v2)
 }

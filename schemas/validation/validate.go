@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -65,6 +66,8 @@ func Validate(obj runtime.Object) field.ErrorList {
 		return CronJob(o)
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		return HorizontalPodAutoscaler(o)
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		return HorizontalPodAutoscalerV1(o)
 	case *discoveryv1.EndpointSlice:
 		return EndpointSlice(o)
 	case *coordinationv1.Lease:
@@ -135,6 +138,10 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 		}
 	case *autoscalingv2.HorizontalPodAutoscaler:
 		if o, ok := oldObj.(*autoscalingv2.HorizontalPodAutoscaler); ok {
+			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
+		}
+	case *autoscalingv1.HorizontalPodAutoscaler:
+		if o, ok := oldObj.(*autoscalingv1.HorizontalPodAutoscaler); ok {
 			return append(errs, metaUpdate(&n.ObjectMeta, &o.ObjectMeta)...)
 		}
 	case *corev1.PersistentVolume:

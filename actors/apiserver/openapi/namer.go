@@ -26,18 +26,20 @@ type namer struct {
 
 type modelNamer interface{ OpenAPIModelName() string }
 
-func newNamer(scheme *runtime.Scheme) *namer {
+func newNamer(schemes ...*runtime.Scheme) *namer {
 	n := &namer{gvks: map[string][]gvkJSON{}}
-	for gvk, t := range scheme.AllKnownTypes() {
-		if gvk.Version == runtime.APIVersionInternal {
-			continue
+	for _, scheme := range schemes {
+		for gvk, t := range scheme.AllKnownTypes() {
+			if gvk.Version == runtime.APIVersionInternal {
+				continue
+			}
+			m, ok := reflect.New(t).Interface().(modelNamer)
+			if !ok {
+				continue
+			}
+			name := m.OpenAPIModelName()
+			n.gvks[name] = append(n.gvks[name], gvkJSON{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind})
 		}
-		m, ok := reflect.New(t).Interface().(modelNamer)
-		if !ok {
-			continue
-		}
-		name := m.OpenAPIModelName()
-		n.gvks[name] = append(n.gvks[name], gvkJSON{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind})
 	}
 	for _, list := range n.gvks {
 		sort.Slice(list, func(i, j int) bool {

@@ -22,6 +22,7 @@ import (
 	"k8s.io/kube-openapi/pkg/handler3"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
 	"github.com/skiff-sh/skiff/schemas"
 	defs "github.com/skiff-sh/skiff/schemas/openapi"
@@ -73,7 +74,13 @@ func (r *Registry) builtIn() {
 			}
 			c.routes = append(c.routes, kindRoutes(k)...)
 		}
-		n := newNamer(schemas.Scheme)
+		metrics := &container{root: "/" + gvPath(metricsv1beta1.SchemeGroupVersion)}
+		for _, k := range metricsKinds {
+			metrics.routes = append(metrics.routes, metricsRoutes(k)...)
+		}
+		byGV[metricsv1beta1.SchemeGroupVersion] = metrics
+		order = append(order, metricsv1beta1.SchemeGroupVersion)
+		n := newNamer(schemas.Scheme, metricsScheme)
 		for _, gv := range order {
 			v2, v3, err := r.build(n, byGV[gv])
 			if err != nil {

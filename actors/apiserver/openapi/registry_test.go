@@ -2,6 +2,7 @@ package openapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -235,5 +236,46 @@ func TestSetAndDelete(t *testing.T) {
 	_, after := get(t, srv.URL+"/openapi/v2", "Accept", "application/json")
 	if string(after) != string(before) {
 		t.Fatal("Delete: /openapi/v2 differs from before Set")
+	}
+}
+
+// metrics.k8s.io/v1beta1 is described as kube-apiserver describes metrics-server's API: get and
+// list of NodeMetrics and PodMetrics (kube's operation ids), nothing that writes, in both versions.
+func TestResourceMetricsAreDescribed(t *testing.T) {
+	_, srv := serve(t)
+	_, body := get(t, srv.URL+"/openapi/v2", "Accept", "application/json")
+	var doc spec.Swagger
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for path, op := range map[string]string{
+		"/apis/metrics.k8s.io/v1beta1/nodes":                              "listMetricsV1beta1NodeMetrics",
+		"/apis/metrics.k8s.io/v1beta1/nodes/{name}":                       "readMetricsV1beta1NodeMetrics",
+		"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods":        "listMetricsV1beta1NamespacedPodMetrics",
+		"/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods/{name}": "readMetricsV1beta1NamespacedPodMetrics",
+		"/apis/metrics.k8s.io/v1beta1/pods":                               "listMetricsV1beta1PodMetricsForAllNamespaces",
+	} {
+		item, ok := doc.Paths.Paths[path]
+		if !ok || item.Get == nil || item.Get.ID != op {
+			t.Errorf("%s: GET %+v, want %s", path, item.Get, op)
+			continue
+		}
+		if item.Post != nil || item.Put != nil || item.Patch != nil || item.Delete != nil {
+			t.Errorf("%s offers a write", path)
+		}
+	}
+	for _, kind := range []string{"NodeMetrics", "PodMetrics", "NodeMetricsList", "PodMetricsList"} {
+		d, ok := doc.Definitions["io.k8s.metrics.pkg.apis.metrics.v1beta1."+kind]
+		gvks, _ := d.Extensions["x-kubernetes-group-version-kind"].([]any)
+		if !ok || len(gvks) != 1 || gvks[0].(map[string]any)["group"] != "metrics.k8s.io" || gvks[0].(map[string]any)["kind"] != kind {
+			t.Errorf("definition of %s: %v %v", kind, ok, d.Extensions)
+		}
+	}
+	if gvks, _ := doc.Definitions["io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"].Extensions["x-kubernetes-group-version-kind"].([]any); strings.Contains(fmt.Sprint(gvks), "metrics.k8s.io") {
+		t.Errorf("DeleteOptions is named a kind of metrics.k8s.io, which takes no deletes: %v", gvks)
+	}
+	resp, body := get(t, srv.URL+"/openapi/v3/apis/metrics.k8s.io/v1beta1")
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"io.k8s.metrics.pkg.apis.metrics.v1beta1.PodMetrics"`) {
+		t.Fatalf("/openapi/v3 of metrics.k8s.io: %d %.200s", resp.StatusCode, body)
 	}
 }

@@ -249,3 +249,50 @@ func TestInvalidScheduleIs422(t *testing.T) {
 		t.Fatalf("an invalid CronJob was stored: %v", err)
 	}
 }
+
+// A Job made by hand from the CronJob (as `kubectl create job --from=cronjob/x` makes it: the
+// CronJob its controller) is reported, not adopted, as by kube's controller: it does not hold
+// back a Forbid schedule, and a scheduled Job that finishes leaves status.active with an event.
+func TestHandMadeJobDoesNotHoldBackForbid(t *testing.T) {
+	cp := ct.Start(t)
+	ctx := ct.Ctx(t)
+	fake := clocktesting.NewFakeClock(time.Now())
+	ct.Spawn(t, cp, "cronjob", cronjob.New(cronjob.Config{Informers: cp.Informers, Client: cp.Client, Clock: fake}))
+	created, err := cp.Client.Create(ctx, newCronJob("nightly", "* * * * *", func(cj *batchv1.CronJob) {
+		cj.Spec.ConcurrencyPolicy = batchv1.ForbidConcurrent
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cj := created.(*batchv1.CronJob)
+	manual := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly-manual", Namespace: "default",
+			Annotations:     map[string]string{"cronjob.kubernetes.io/instantiate": "manual"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))}},
+		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
+	}
+	if _, err := cp.Client.Create(ctx, manual); err != nil {
+		t.Fatal(err)
+	}
+	ct.WaitEvent(t, cp, "nightly", "UnexpectedJob", cronjob.Name)
+
+	next := fake.Now().Truncate(time.Minute).Add(time.Minute)
+	fake.SetTime(next.Add(time.Second))
+	scheduled := fmt.Sprintf("nightly-%d", next.Unix()/60)
+	ct.Wait(t, func() error {
+		cur := ct.Get[*batchv1.CronJob](t, cp, "batch", "cronjobs", "default", "nightly")
+		if len(cur.Status.Active) != 1 || cur.Status.Active[0].Name != scheduled {
+			return ct.Errorf("active %+v, want only %s (the hand-made Job unlisted)", cur.Status.Active, scheduled)
+		}
+		return nil
+	})
+	finishJob(t, cp, scheduled, batchv1.JobComplete, fake.Now())
+	ct.WaitEvent(t, cp, "nightly", "SawCompletedJob", cronjob.Name)
+	ct.Wait(t, func() error {
+		cur := ct.Get[*batchv1.CronJob](t, cp, "batch", "cronjobs", "default", "nightly")
+		if len(cur.Status.Active) != 0 || cur.Status.LastSuccessfulTime == nil {
+			return ct.Errorf("status %+v, want none active and a last success", cur.Status)
+		}
+		return nil
+	})
+}

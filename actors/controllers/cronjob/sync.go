@@ -29,11 +29,17 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		c.stopTimer(key)
 		return nil
 	}
-	cj := o.(*batchv1.CronJob).DeepCopy()
-	jobs := c.ownedJobs(cj)
+	jobs := c.ownedJobs(o.(*batchv1.CronJob))
+	cj, err := c.withFreshStatus(ctx, o.(*batchv1.CronJob).DeepCopy(), jobs)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
 	errs := []error{c.reconcileActive(ctx, cj, jobs), c.cleanupHistory(ctx, cj, jobs)}
 	if cj.DeletionTimestamp == nil && !(cj.Spec.Suspend != nil && *cj.Spec.Suspend) {
-		errs = append(errs, c.schedule(ctx, cj, key, jobs))
+		errs = append(errs, c.schedule(ctx, cj, key))
 	}
 	errs = append(errs, c.writeStatus(ctx, cj))
 	return errors.Join(errs...)
@@ -50,38 +56,22 @@ func (c *controller) ownedJobs(cj *batchv1.CronJob) []*batchv1.Job {
 	return out
 }
 
-// reconcileActive keeps status.active to the owned Jobs that have not finished, and records
-// the newest successful completion in status.lastSuccessfulTime.
+// reconcileActive brings status.active in line with the owned Jobs, as kube's controller does:
+// a finished Job leaves it (SawCompletedJob), a listed Job gone from the API leaves it
+// (MissingJob), and an unfinished owned Job it does not list is reported (UnexpectedJob), not
+// adopted, so a Job started by hand (`kubectl create job --from=cronjob/x`) does not hold back
+// a Forbid schedule. The newest completion is status.lastSuccessfulTime.
 func (c *controller) reconcileActive(ctx context.Context, cj *batchv1.CronJob, jobs []*batchv1.Job) error {
-	byUID := map[types.UID]*batchv1.Job{}
+	children := map[types.UID]bool{}
 	for _, j := range jobs {
-		byUID[j.UID] = j
-	}
-	var active []corev1.ObjectReference
-	seen := map[types.UID]bool{}
-	for _, ref := range cj.Status.Active {
-		j, ok := byUID[ref.UID]
-		if !ok {
-			// Not in the cache: created a moment ago, or deleted. Ask the API.
-			got, err := c.client.Get(ctx, controllerkit.MustKind("batch", "jobs"), ref.Namespace, ref.Name)
-			switch {
-			case apierrors.IsNotFound(err):
-				c.rec.Eventf(ctx, cj, corev1.EventTypeNormal, "MissingJob", "Active job went missing: %v", ref.Name)
-				continue
-			case err != nil:
-				return err
-			}
-			if j = got.(*batchv1.Job); j.UID != ref.UID {
-				continue
-			}
-		}
-		if !finished(j) {
-			active, seen[j.UID] = append(active, ref), true
-		}
-	}
-	for _, j := range jobs {
-		if !finished(j) && !seen[j.UID] && j.DeletionTimestamp == nil {
-			active = append(active, jobRef(j))
+		children[j.UID] = true
+		listed := hasRef(cj.Status.Active, j.UID)
+		switch {
+		case !listed && !finished(j) && j.DeletionTimestamp == nil:
+			c.rec.Eventf(ctx, cj, corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", j.Name)
+		case listed && finished(j):
+			cj.Status.Active = withoutRef(cj.Status.Active, j.UID)
+			c.rec.Eventf(ctx, cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", j.Name, finishedCondition(j))
 		}
 		if t := j.Status.CompletionTime; t != nil && conditionTrue(j, batchv1.JobComplete) {
 			if last := cj.Status.LastSuccessfulTime; last == nil || last.Before(t) {
@@ -89,13 +79,51 @@ func (c *controller) reconcileActive(ctx context.Context, cj *batchv1.CronJob, j
 			}
 		}
 	}
-	cj.Status.Active = active
+	for _, ref := range cj.Status.Active {
+		if children[ref.UID] {
+			continue
+		}
+		// Not in the cache: created a moment ago, or deleted. Ask the API.
+		got, err := c.client.Get(ctx, controllerkit.MustKind("batch", "jobs"), ref.Namespace, ref.Name)
+		switch {
+		case err == nil && got.(*batchv1.Job).UID == ref.UID:
+			continue
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		}
+		c.rec.Eventf(ctx, cj, corev1.EventTypeNormal, "MissingJob", "Active job went missing: %v", ref.Name)
+		cj.Status.Active = withoutRef(cj.Status.Active, ref.UID)
+	}
 	return nil
+}
+
+// withFreshStatus returns the CronJob from the API when the cache's copy may predate one of
+// this controller's own status writes (an unfinished owned Job it does not list), so such a
+// Job is not mistaken for an unexpected one; else cj.
+func (c *controller) withFreshStatus(ctx context.Context, cj *batchv1.CronJob, jobs []*batchv1.Job) (*batchv1.CronJob, error) {
+	for _, j := range jobs {
+		if finished(j) || j.DeletionTimestamp != nil || hasRef(cj.Status.Active, j.UID) {
+			continue
+		}
+		got, err := c.client.Get(ctx, controllerkit.MustKind("batch", "cronjobs"), cj.Namespace, cj.Name)
+		if err != nil {
+			return nil, err
+		}
+		return got.(*batchv1.CronJob), nil
+	}
+	return cj, nil
 }
 
 // schedule starts the Job of the latest schedule time that has come, if it is still due, and
 // sets the wake-up for the next one.
-func (c *controller) schedule(ctx context.Context, cj *batchv1.CronJob, key string, jobs []*batchv1.Job) error {
+func (c *controller) schedule(ctx context.Context, cj *batchv1.CronJob, key string) error {
+	if tz := cj.Spec.TimeZone; tz != nil {
+		if _, err := time.LoadLocation(*tz); err != nil {
+			// Validation checked it against the apiserver's zone database; this one lacks it.
+			c.rec.Eventf(ctx, cj, corev1.EventTypeWarning, "UnknownTimeZone", "invalid timeZone: %q: %s", *tz, err)
+			return nil
+		}
+	}
 	sched, loc, err := parseSchedule(cj)
 	if err != nil {
 		c.rec.Eventf(ctx, cj, corev1.EventTypeWarning, "UnparseableSchedule", "unparseable schedule: %q : %s", cj.Spec.Schedule, err)
@@ -115,11 +143,8 @@ func (c *controller) schedule(ctx context.Context, cj *batchv1.CronJob, key stri
 		c.rec.Eventf(ctx, cj, corev1.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", scheduled.UTC().Format(time.RFC1123Z))
 		return nil
 	}
-	name := jobName(cj.Name, *scheduled)
-	for _, j := range jobs {
-		if j.Name == name {
-			return nil // already started (its status catches up through reconcileActive)
-		}
+	if hasName(cj.Status.Active, jobName(cj.Name, *scheduled)) || cj.Status.LastScheduleTime.Equal(&metav1.Time{Time: *scheduled}) {
+		return nil // this schedule time is processed
 	}
 	switch cj.Spec.ConcurrencyPolicy {
 	case batchv1.ForbidConcurrent:
@@ -142,13 +167,14 @@ func (c *controller) startJob(ctx context.Context, cj *batchv1.CronJob, schedule
 	out, err := c.client.Create(ctx, jobFromTemplate(cj, scheduled, loc))
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		// Created by an earlier attempt whose cache had not caught up: ours if we own it.
+		// Created by an earlier attempt whose status write was lost: list it now. Another's
+		// Job of that name is left alone, as kube's controller does.
 		got, gerr := c.client.Get(ctx, controllerkit.MustKind("batch", "jobs"), cj.Namespace, jobName(cj.Name, scheduled))
 		if gerr != nil {
 			return gerr
 		}
 		if !controllerkit.IsOwnedBy(got.(*batchv1.Job), cj) {
-			return fmt.Errorf("job %s exists and is not owned by cronjob %s", jobName(cj.Name, scheduled), cj.Name)
+			return nil
 		}
 		out = got
 	case err != nil:
@@ -307,6 +333,25 @@ func jobRef(j *batchv1.Job) corev1.ObjectReference {
 		UID: j.UID, ResourceVersion: j.ResourceVersion}
 }
 
+func withoutRef(refs []corev1.ObjectReference, uid types.UID) []corev1.ObjectReference {
+	var out []corev1.ObjectReference
+	for _, r := range refs {
+		if r.UID != uid {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func hasName(refs []corev1.ObjectReference, name string) bool {
+	for _, r := range refs {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 func hasRef(refs []corev1.ObjectReference, uid types.UID) bool {
 	for _, r := range refs {
 		if r.UID == uid {
@@ -316,8 +361,16 @@ func hasRef(refs []corev1.ObjectReference, uid types.UID) bool {
 	return false
 }
 
-func finished(j *batchv1.Job) bool {
-	return conditionTrue(j, batchv1.JobComplete) || conditionTrue(j, batchv1.JobFailed)
+func finished(j *batchv1.Job) bool { return finishedCondition(j) != "" }
+
+// finishedCondition is the Job's terminal condition (Complete or Failed), else "".
+func finishedCondition(j *batchv1.Job) batchv1.JobConditionType {
+	for _, t := range []batchv1.JobConditionType{batchv1.JobComplete, batchv1.JobFailed} {
+		if conditionTrue(j, t) {
+			return t
+		}
+	}
+	return ""
 }
 
 func conditionTrue(j *batchv1.Job, t batchv1.JobConditionType) bool {

@@ -66,7 +66,8 @@ func New(cfg Config) func() actorkit.Actor {
 		dependents: map[types.UID]map[string]bool{}, byUID: map[types.UID]string{}}
 	var watches []controllerkit.Watch
 	for _, k := range schemas.Kinds() {
-		if (k.GVK.Group == "" && k.GVK.Kind == "Event") || k.Custom != nil {
+		// A version stored as another (autoscaling/v1 HPAs) has that one's objects: watched once.
+		if (k.GVK.Group == "" && k.GVK.Kind == "Event") || k.Custom != nil || k.StoredAs != nil {
 			continue
 		}
 		watches = append(watches, c.watch(k))

@@ -46,7 +46,7 @@ type Config struct {
 	Clock clock.PassiveClock
 }
 
-// hpaKind is autoscaling/v2's (Factory.For knows v1 kinds only).
+// hpaKind is autoscaling/v2's, the version HPAs are stored as.
 var hpaKind, _ = schemas.ByResource("autoscaling", "v2", "horizontalpodautoscalers")
 
 type controller struct {
