@@ -6,19 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"time"
 
 	"github.com/nats-io/nats.go"
+	"k8s.io/cri-client/pkg/logs"
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"github.com/skiff-sh/skiff/actors/kubelet/runtime/crilog"
 	"github.com/skiff-sh/skiff/actors/nodeapi"
 	"github.com/skiff-sh/skiff/actors/nodeapi/stream"
 	"github.com/skiff-sh/skiff/bus/rpc"
 )
-
-// attachPoll is how often an attach with no new output checks that its container still runs.
-const attachPoll = 250 * time.Millisecond
 
 // serveSessions opens interactive sessions on this node. The open call checks everything it
 // can (the container runs, the port answers) so a failure is the caller's error; the session
@@ -62,6 +59,9 @@ func prepareSession(ctx context.Context, rt *kruntime.Runtime, r nodeapi.OpenReq
 	if err != nil {
 		return nil, err
 	}
+	if r.Kind == nodeapi.SessionLog {
+		return prepareLog(rt, c, r)
+	}
 	if c.State != kruntime.StateRunning {
 		return nil, fmt.Errorf("container %q is not running (%s)", c.Name, c.State)
 	}
@@ -72,9 +72,16 @@ func prepareSession(ctx context.Context, rt *kruntime.Runtime, r nodeapi.OpenReq
 		if r.Stdin {
 			return nil, errors.New("stdin: containers run without stdin on Skiff, attach carries their output only")
 		}
-		return func(s *stream.Session) stream.ExitStatus { return attachOutput(rt, c, s) }, nil
+		tail := int64(0) // output from now on
+		log, err := crilog.Open(c.LogPath, &logs.LogOptions{TailLines: &tail, Follow: true})
+		if err != nil {
+			return nil, err
+		}
+		return func(s *stream.Session) stream.ExitStatus {
+			return copyLog(s, log, containerRunning(rt, c.ID), s.Writer(1), s.Writer(2))
+		}, nil
 	}
-	return nil, fmt.Errorf("session kind %q is not one of exec, attach, portforward", r.Kind)
+	return nil, fmt.Errorf("session kind %q is not one of exec, attach, log, portforward", r.Kind)
 }
 
 // failed is the exit status of a session that could not finish; the apiserver reports Message.
@@ -114,43 +121,6 @@ func execSession(rt *kruntime.Runtime, id string, r nodeapi.OpenRequest, s *stre
 	_ = s.CloseChannel(1)
 	_ = s.CloseChannel(2)
 	return stream.ExitStatus{Code: int32(code)}
-}
-
-// attachOutput follows the container's output from now on until it stops or restarts.
-func attachOutput(rt *kruntime.Runtime, c kruntime.ContainerStatus, s *stream.Session) stream.ExitStatus {
-	f, err := os.Open(c.LogPath)
-	if err != nil {
-		return failed(err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		return failed(err)
-	}
-	out := s.Writer(1)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			if _, werr := out.Write(buf[:n]); werr != nil {
-				return failed(werr)
-			}
-			continue
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return failed(err)
-		}
-		select {
-		case <-s.Done():
-			return stream.ExitStatus{} // the client left
-		case <-time.After(attachPoll):
-		}
-		// A restart is a new container (the attempt is in its id) with a new log.
-		if !rt.IsRunning(context.Background(), c.ID) {
-			_, _ = io.Copy(out, f) // what it wrote before it stopped
-			_ = out.Close()
-			return stream.ExitStatus{}
-		}
-	}
 }
 
 // forward copies the session's channel 0 to the pod's connection and the connection's bytes
