@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -57,4 +58,13 @@ func loggerPath(args []string) (string, error) {
 		return "", fmt.Errorf("%s: want %s FILE, got %q", LoggerName, LoggerPathArg, args)
 	}
 	return args[1], nil
+}
+
+// RunIfLogger runs the logging binary when this process was started as it, and otherwise
+// returns: a test binary linked as the logger (nodebintest.CarryLogger) calls it first in
+// TestMain, as skiff's main calls nodebin.Run.
+func RunIfLogger() {
+	if filepath.Base(os.Args[0]) == LoggerName {
+		os.Exit(LoggerMain())
+	}
 }
