@@ -1,13 +1,16 @@
 package crilog_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,20 +204,25 @@ func TestFollowEndsWhenTheContainerStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	stopped := false
-	running := func(context.Context) (bool, error) { mu.Lock(); defer mu.Unlock(); return !stopped, nil }
-	out := &syncBuffer{}
+	var stopped atomic.Bool
+	running := func(context.Context) (bool, error) { return !stopped.Load(), nil }
+	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- l.Copy(context.Background(), running, out, out) }()
-	waitFor(t, out, "before\n")
+	go func() {
+		err := l.Copy(context.Background(), running, pw, pw)
+		pw.Close()
+		done <- err
+	}()
+	lines := bufio.NewReader(pr)
+	readLine(t, lines, "before\n")
 	if err := w.Copy(crilog.Stderr, strings.NewReader("after\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, out, "before\nafter\n")
-	mu.Lock()
-	stopped = true
-	mu.Unlock()
+	readLine(t, lines, "after\n") // written after the follow began
+	stopped.Store(true)
+	if rest, err := io.ReadAll(lines); err != nil || len(rest) != 0 {
+		t.Fatalf("after the stop: %q, %v", rest, err)
+	}
 	select {
 	case err := <-done:
 		if err != nil {
@@ -225,25 +233,16 @@ func TestFollowEndsWhenTheContainerStops(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-func waitFor(t *testing.T, b *syncBuffer, want string) {
+func readLine(t *testing.T, r *bufio.Reader, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for b.String() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("followed %q, want %q", b.String(), want)
+	got := make(chan string, 1)
+	go func() { line, _ := r.ReadString('\n'); got <- line }()
+	select {
+	case line := <-got:
+		if line != want {
+			t.Fatalf("followed %q, want %q", line, want)
 		}
-		time.Sleep(20 * time.Millisecond)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %q within 10s of following", want)
 	}
 }
