@@ -186,6 +186,10 @@ spec:
 			}
 			return nil
 		})
+		// The output itself, not the log file's records it was read from.
+		if strings.Contains(out.String(), " stdout F ") {
+			t.Fatalf("attach shows CRI log records: %q", out.String())
+		}
 		if out, err := kubectlCmd(t, kubectl, n, "attach", "-i", "debug").CombinedOutput(); err == nil || !strings.Contains(string(out), "stdin") {
 			t.Fatalf("attach -i: want a refusal naming stdin, got %v %q", err, out)
 		}
