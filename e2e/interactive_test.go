@@ -224,6 +224,13 @@ spec:
 		logsByTime(t, kubectl, n, local, began)
 	})
 
+	t.Run("logs -f", func(t *testing.T) {
+		if local == 0 {
+			t.Skip("needs the port-forward")
+		}
+		logsFollow(t, kubectl, n, local)
+	})
+
 	t.Run("cp both ways", func(t *testing.T) {
 		dir := t.TempDir()
 		src := filepath.Join(dir, "notes.txt")

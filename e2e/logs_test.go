@@ -144,3 +144,28 @@ func logsByTime(t *testing.T, kubectl string, n *node, local int, began time.Tim
 		t.Fatalf("--since-time in the future: %v %q, want nothing", err, out)
 	}
 }
+
+// logsFollow: kubectl logs -f streams lines as the container writes them, with their times
+// when asked, and keeps the stream open while it runs.
+func logsFollow(t *testing.T, kubectl string, n *node, local int) {
+	cmd := kubectlCmd(t, kubectl, n, "logs", "-f", "--tail=0", "--timestamps", "debug")
+	var out liveOutput
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// Say lines until one shows: the follow starts at the end once it is open.
+	testutil.Eventually(t, 20*time.Second, 200*time.Millisecond, func() error {
+		say(t, local, "followed")
+		if !strings.Contains(out.String(), " followed\n") {
+			return fmt.Errorf("logs -f output: %q", out.String())
+		}
+		return nil
+	})
+	first, _, _ := strings.Cut(out.String(), "\n")
+	stamp, line, _ := strings.Cut(first, " ")
+	if _, err := time.Parse(time.RFC3339Nano, stamp); err != nil || line != "followed" {
+		t.Fatalf("logs -f --timestamps: first line %q, want a time and followed", first)
+	}
+}
