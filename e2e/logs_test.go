@@ -3,14 +3,17 @@ package e2e
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skiff-sh/skiff/actors/nodeapi"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // logsAndExecWithoutStreams: logs and exec reach the container through the apiserver's pods/log
@@ -61,5 +64,108 @@ func logsAndExecWithoutStreams(t *testing.T, n *node, kubectl, pod string) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 		t.Fatalf("kubectl exec of a failing command: want exit 1, got %v %q", err, out2)
+	}
+}
+
+// say has the debug pod print line on its stdout (httpecho's /say), through the port-forward.
+func say(t *testing.T, local int, line string) {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/say?line=%s", local, line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// podLogs is stock kubectl logs of the debug pod.
+func podLogs(t *testing.T, kubectl string, n *node, args ...string) (string, error) {
+	out, err := kubectlCmd(t, kubectl, n, append([]string{"logs", "debug"}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// logsByTime: the node keeps each line's time, so kubectl logs --timestamps prefixes every
+// line with it, and --since / --since-time return only the lines after. Two bursts of lines
+// with a quiet gap between (rather than a steady line a second) give each a boundary no
+// scheduling delay on a loaded machine can blur.
+func logsByTime(t *testing.T, kubectl string, n *node, local int, began time.Time) {
+	for i := range 3 {
+		say(t, local, fmt.Sprintf("early-%d", i))
+	}
+	const gap = 10 * time.Second
+	time.Sleep(gap / 2)
+	boundary := time.Now()
+	time.Sleep(gap / 2)
+	lateAt := time.Now()
+	for i := range 3 {
+		say(t, local, fmt.Sprintf("late-%d", i))
+	}
+	const late = "late-0\nlate-1\nlate-2\n"
+	testutil.Eventually(t, 10*time.Second, 100*time.Millisecond, func() error {
+		if out, err := podLogs(t, kubectl, n, "--tail=3"); err != nil || out != late {
+			return fmt.Errorf("--tail=3: %v %q", err, out)
+		}
+		return nil
+	})
+
+	out, err := podLogs(t, kubectl, n, "--timestamps")
+	if err != nil {
+		t.Fatalf("--timestamps: %v %q", err, out)
+	}
+	now := time.Now()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for _, line := range lines {
+		stamp, _, _ := strings.Cut(line, " ")
+		at, err := time.Parse(time.RFC3339Nano, stamp)
+		if err != nil || at.Before(began) || at.After(now) {
+			t.Fatalf("--timestamps: line %q does not start with a time between %s and %s (%v)", line, began.Format(time.RFC3339Nano), now.Format(time.RFC3339Nano), err)
+		}
+	}
+	if last := lines[len(lines)-1]; !strings.HasSuffix(last, " late-2") {
+		t.Fatalf("--timestamps: last line %q, want late-2 after its time", last)
+	}
+
+	// --since=Ns counts back from the node's read: N reaches past the late lines by half the
+	// gap, and so stops half a gap short of the early ones, whatever kubectl's start costs
+	// up to that.
+	since := int((time.Since(lateAt) + gap/2).Seconds())
+	if out, err := podLogs(t, kubectl, n, fmt.Sprintf("--since=%ds", since)); err != nil || out != late {
+		t.Fatalf("--since=%ds: %v %q, want only the late lines", since, err, out)
+	}
+	sinceTime := boundary.UTC().Format(time.RFC3339)
+	if out, err := podLogs(t, kubectl, n, "--since-time="+sinceTime); err != nil || out != late {
+		t.Fatalf("--since-time=%s: %v %q, want only the late lines", sinceTime, err, out)
+	}
+	if out, err := podLogs(t, kubectl, n, "--since-time="+sinceTime, "--tail=1", "--timestamps"); err != nil || !strings.HasSuffix(out, " late-2\n") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("--since-time with --tail=1 --timestamps: %v %q", err, out)
+	}
+	// A time after every line returns none.
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	if out, err := podLogs(t, kubectl, n, "--since-time="+future); err != nil || out != "" {
+		t.Fatalf("--since-time in the future: %v %q, want nothing", err, out)
+	}
+}
+
+// logsFollow: kubectl logs -f streams lines as the container writes them, with their times
+// when asked, and keeps the stream open while it runs.
+func logsFollow(t *testing.T, kubectl string, n *node, local int) {
+	cmd := kubectlCmd(t, kubectl, n, "logs", "-f", "--tail=0", "--timestamps", "debug")
+	var out liveOutput
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// Say lines until one shows: the follow starts at the end once it is open.
+	testutil.Eventually(t, 20*time.Second, 200*time.Millisecond, func() error {
+		say(t, local, "followed")
+		if !strings.Contains(out.String(), " followed\n") {
+			return fmt.Errorf("logs -f output: %q", out.String())
+		}
+		return nil
+	})
+	first, _, _ := strings.Cut(out.String(), "\n")
+	stamp, line, _ := strings.Cut(first, " ")
+	if _, err := time.Parse(time.RFC3339Nano, stamp); err != nil || line != "followed" {
+		t.Fatalf("logs -f --timestamps: first line %q, want a time and followed", first)
 	}
 }

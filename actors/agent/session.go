@@ -6,19 +6,17 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"k8s.io/cri-client/pkg/logs"
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"github.com/skiff-sh/skiff/actors/kubelet/runtime/crilog"
 	"github.com/skiff-sh/skiff/actors/nodeapi"
 	"github.com/skiff-sh/skiff/actors/nodeapi/stream"
 	"github.com/skiff-sh/skiff/bus/rpc"
 )
-
-// attachPoll is how often an attach with no new output checks that its container still runs.
-const attachPoll = 250 * time.Millisecond
 
 // serveSessions opens interactive sessions on this node. The open call checks everything it
 // can (the container runs, the port answers) so a failure is the caller's error; the session
@@ -62,6 +60,9 @@ func prepareSession(ctx context.Context, rt *kruntime.Runtime, r nodeapi.OpenReq
 	if err != nil {
 		return nil, err
 	}
+	if r.Kind == nodeapi.SessionLog {
+		return prepareLog(rt, c, r)
+	}
 	if c.State != kruntime.StateRunning {
 		return nil, fmt.Errorf("container %q is not running (%s)", c.Name, c.State)
 	}
@@ -77,7 +78,7 @@ func prepareSession(ctx context.Context, rt *kruntime.Runtime, r nodeapi.OpenReq
 		}
 		return func(s *stream.Session) stream.ExitStatus { return attachSession(rt, c, in, s) }, nil
 	}
-	return nil, fmt.Errorf("session kind %q is not one of exec, attach, portforward", r.Kind)
+	return nil, fmt.Errorf("session kind %q is not one of exec, attach, log, portforward", r.Kind)
 }
 
 // failed is the exit status of a session that could not finish; the apiserver reports Message.
@@ -124,12 +125,7 @@ func execSession(rt *kruntime.Runtime, id string, r nodeapi.OpenRequest, s *stre
 // As under the CRI, the end of the client's input ends the attach, except for a stdinOnce
 // container without a terminal, whose output flows until it exits.
 func attachSession(rt *kruntime.Runtime, c kruntime.ContainerStatus, in *kruntime.Stdin, s *stream.Session) stream.ExitStatus {
-	// The output is followed from before the first input, so no answer to it is missed.
-	f, err := os.Open(c.LogPath)
-	if err == nil {
-		defer f.Close()
-		_, err = f.Seek(0, io.SeekEnd)
-	}
+	log, err := openAttachLog(c.LogPath)
 	if err != nil {
 		if in != nil {
 			in.Detach()
@@ -150,7 +146,7 @@ func attachSession(rt *kruntime.Runtime, c kruntime.ContainerStatus, in *kruntim
 			}
 		}()
 	}
-	var inputEnded chan struct{} // nil: the output alone ends the attach
+	running := containerRunning(rt, c.ID)
 	if in != nil {
 		ended := make(chan struct{})
 		go func() {
@@ -159,44 +155,31 @@ func attachSession(rt *kruntime.Runtime, c kruntime.ContainerStatus, in *kruntim
 			in.Detach()
 		}()
 		if in.EndsAttach() {
-			inputEnded = ended
+			// The follow ends at the log's end once the input has: the answers to input
+			// that came before its end are written by then.
+			running = func(ctx context.Context) (bool, error) {
+				select {
+				case <-ended:
+					return false, nil
+				default:
+					return rt.IsRunning(ctx, c.ID), nil
+				}
+			}
 		}
 	}
-	return followOutput(rt, c.ID, f, s, inputEnded)
+	return copyLog(s, log, running, s.Writer(1), s.Writer(2))
 }
 
-// followOutput streams the container's log from f's offset until the container stops or
-// restarts, the client leaves, or inputEnded closes.
-func followOutput(rt *kruntime.Runtime, id string, f *os.File, s *stream.Session, inputEnded <-chan struct{}) stream.ExitStatus {
-	out := s.Writer(1)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			if _, werr := out.Write(buf[:n]); werr != nil {
-				return failed(werr)
-			}
-			continue
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return failed(err)
-		}
-		select {
-		case <-s.Done():
-			return stream.ExitStatus{} // the client left
-		case <-inputEnded:
-			_, _ = io.Copy(out, f) // the answers to input that came before its end
-			_ = out.Close()
-			return stream.ExitStatus{}
-		case <-time.After(attachPoll):
-		}
-		// A restart is a new container (the attempt is in its id) with a new log.
-		if !rt.IsRunning(context.Background(), id) {
-			_, _ = io.Copy(out, f) // what it wrote before it stopped
-			_ = out.Close()
-			return stream.ExitStatus{}
-		}
+// openAttachLog follows the log from now on by the records' times, so output answering input
+// sent right after is not missed; a log from before the CRI format has no times and is
+// followed from its end.
+func openAttachLog(path string) (*crilog.Log, error) {
+	log, err := crilog.Open(path, &logs.LogOptions{Since: time.Now(), Follow: true})
+	if errors.Is(err, crilog.ErrNoTimes) {
+		tail := int64(0)
+		log, err = crilog.Open(path, &logs.LogOptions{TailLines: &tail, Follow: true})
 	}
+	return log, err
 }
 
 // forward copies the session's channel 0 to the pod's connection and the connection's bytes

@@ -16,10 +16,10 @@ func TestStreamingRequestsRefuseWhatTheyCannotServe(t *testing.T) {
 		{"GET", pod + "/attach?stdout=false", "stdin, stdout, stderr: "},
 		{"POST", pod + "/exec?stdout=true", "command: "},
 		{"GET", pod + "/portforward?ports=80", "port-forward needs a streaming connection"},
-		{"GET", pod + "/log?timestamps=true", "timestamps: "},
-		{"GET", pod + "/log?sinceSeconds=10", "sinceSeconds: "},
-		{"GET", pod + "/log?sinceTime=2026-01-01T00:00:00Z", "sinceTime: "},
-		{"GET", pod + "/log?limitBytes=0", "limitBytes: "},
+		{"GET", pod + "/log?timestamps=sometimes", "timestamps: "},
+		{"GET", pod + "/log?sinceSeconds=ten", "sinceSeconds: "},
+		{"GET", pod + "/log?sinceTime=yesterday", "sinceTime: "},
+		{"GET", pod + "/log?stream=Stderr", "stream: "},
 	} {
 		code, out := a.do(c.method, c.path, "", "")
 		if msg, _ := out["message"].(string); code != 400 || !strings.HasPrefix(msg, c.field) {
@@ -45,6 +45,29 @@ func TestAttachChecksTheContainer(t *testing.T) {
 		if msg, _ := out["message"].(string); code != 400 || !strings.HasPrefix(msg, c.want) {
 			t.Errorf("attach?%s: got %d %q, want 400 starting %q", c.query, code, msg, c.want)
 		}
+	}
+}
+
+// pods/log options kube-apiserver's validation refuses are 422 Invalid naming the field, with
+// its messages, before any node is asked.
+func TestPodLogOptionsValidatedAsKube(t *testing.T) {
+	a, _ := newAPI(t)
+	a.mustDo(201, "POST", podsPath, "application/json", podJSON("p", ""))
+	for query, want := range map[string]string{
+		"limitBytes=0":    `PodLogOptions "p" is invalid: limitBytes: Invalid value: 0: must be greater than 0`,
+		"tailLines=-1":    `PodLogOptions "p" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0`,
+		"sinceSeconds=-5": `PodLogOptions "p" is invalid: sinceSeconds: Invalid value: -5: must be greater than 0`,
+		"sinceSeconds=5&sinceTime=2026-01-01T00:00:00Z": "PodLogOptions \"p\" is invalid: []: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified",
+	} {
+		code, out := a.do("GET", podsPath+"/p/log?"+query, "", "")
+		if msg, _ := out["message"].(string); code != 422 || msg != want {
+			t.Errorf("%s: got %d %q, want 422 %q", query, code, msg, want)
+		}
+	}
+	// Valid options pass validation: this pod is not scheduled, which is the next check.
+	code, out := a.do("GET", podsPath+"/p/log?timestamps=true&sinceSeconds=10&tailLines=0&limitBytes=1", "", "")
+	if msg, _ := out["message"].(string); code != 400 || !strings.Contains(msg, "not scheduled") {
+		t.Errorf("valid options: got %d %q, want 400 not scheduled", code, msg)
 	}
 }
 

@@ -19,9 +19,6 @@ import (
 	"github.com/skiff-sh/skiff/schemas"
 )
 
-// followPoll is how often a followed log asks its node for new bytes.
-const followPoll = 250 * time.Millisecond
-
 // podContainer resolves the pod and the container a log/exec request is about, with the
 // errors kubectl users know.
 func (s *Server) podContainer(ctx context.Context, k *schemas.Kind, info requestInfo) (*corev1.Pod, string, error) {
@@ -53,84 +50,6 @@ func (s *Server) podContainer(ctx context.Context, k *schemas.Kind, info request
 		return nil, "", apierrors.NewServiceUnavailable("this apiserver has no connection to the nodes")
 	}
 	return pod, name, nil
-}
-
-// serveLog streams a container's log from its node (pods/log): tailLines, limitBytes,
-// previous, follow. The node keeps container output without per-line times, so timestamps,
-// sinceSeconds and sinceTime are refused rather than ignored.
-func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
-	ctx := r.Context()
-	for _, p := range []string{"timestamps", "sinceSeconds", "sinceTime"} {
-		if v := info.query.Get(p); v != "" && v != "false" {
-			writeError(w, badRequest("%s: the node keeps container output without the time of each line, so logs by time are not supported yet", p))
-			return
-		}
-	}
-	limit, err := positiveInt(info, "limitBytes")
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	pod, container, err := s.podContainer(ctx, k, info)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	req := nodeapi.LogRequest{PodUID: string(pod.UID), Container: container, Previous: info.query.Get("previous") == "true"}
-	if t := info.query.Get("tailLines"); t != "" {
-		if req.TailLines, err = strconv.ParseInt(t, 10, 64); err != nil || req.TailLines < 0 {
-			writeError(w, badRequest("tailLines: %q is not a whole number", t))
-			return
-		}
-	}
-	follow := info.query.Get("follow") == "true"
-	w.Header().Set("Content-Type", "text/plain")
-	flusher, _ := w.(http.Flusher)
-	for first := true; ; first = false {
-		var rep nodeapi.LogReply
-		if limit > 0 && req.TailLines == 0 {
-			req.MaxBytes = limit // a tail is cut after the node picked its lines
-		}
-		callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := nodeapi.Call(callCtx, s.opts.NodeConn, nodeapi.LogSubject(pod.Spec.NodeName), req, &rep)
-		cancel()
-		if err != nil {
-			if first {
-				writeError(w, apierrors.NewBadRequest(fmt.Sprintf("reading the log of %s/%s on node %s: %v", pod.Name, container, pod.Spec.NodeName, err)))
-			}
-			return
-		}
-		if first {
-			w.WriteHeader(http.StatusOK)
-		}
-		data := rep.Data
-		if limit > 0 && int64(len(data)) > limit {
-			data = data[:limit]
-		}
-		if _, err := w.Write(data); err != nil {
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		if limit > 0 {
-			if limit -= int64(len(data)); limit == 0 {
-				return
-			}
-		}
-		if !follow || (!rep.Running && rep.NextOffset == req.Offset) {
-			return
-		}
-		idle := rep.NextOffset == req.Offset
-		req.Offset, req.TailLines = rep.NextOffset, 0
-		if idle {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(followPoll):
-			}
-		}
-	}
 }
 
 // serveConnect serves the streams of a pod (connectSubresources), by GET or POST.

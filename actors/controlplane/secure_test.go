@@ -155,8 +155,8 @@ func TestSecuredNATSAgentCredentials(t *testing.T) {
 
 	// The apiserver reaches the node API of node-a (served on node-a's own user, answered
 	// through its response permission); node-a cannot serve node-b's.
-	sub, err := rpc.Serve(n.nc, nodeapi.LogSubject("node-a"), "", nodeapi.Handle(func(_ context.Context, r nodeapi.LogRequest) (nodeapi.LogReply, error) {
-		return nodeapi.LogReply{Data: []byte("log of " + r.PodUID)}, nil
+	sub, err := rpc.Serve(n.nc, nodeapi.ExecSubject("node-a"), "", nodeapi.Handle(func(_ context.Context, r nodeapi.ExecRequest) (nodeapi.ExecReply, error) {
+		return nodeapi.ExecReply{Stdout: []byte("exec in " + r.PodUID)}, nil
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -165,9 +165,9 @@ func TestSecuredNATSAgentCredentials(t *testing.T) {
 	if err := n.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	var rep nodeapi.LogReply
-	if err := nodeapi.Call(ctx, cp.Conn, nodeapi.LogSubject("node-a"), nodeapi.LogRequest{PodUID: "u1"}, &rep); err != nil || string(rep.Data) != "log of u1" {
-		t.Fatalf("apiserver -> node-a log: %q, %v", rep.Data, err)
+	var rep nodeapi.ExecReply
+	if err := nodeapi.Call(ctx, cp.Conn, nodeapi.ExecSubject("node-a"), nodeapi.ExecRequest{PodUID: "u1"}, &rep); err != nil || string(rep.Stdout) != "exec in u1" {
+		t.Fatalf("apiserver -> node-a exec: %q, %v", rep.Stdout, err)
 	}
 	if _, err := n.nc.SubscribeSync(nodeapi.ExecSubject("node-b")); err != nil {
 		t.Fatal(err)

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/skiff-sh/skiff/bus/identity"
 	"github.com/skiff-sh/skiff/bus/rpc"
 )
 
-// LogSubject and ExecSubject are where node `node` answers.
+// ExecSubject is where node `node` answers exec without a stream.
 // The subjects live in bus/identity, whose NATS permissions let only that node serve them.
-func LogSubject(node string) string  { return identity.NodeSubject(node, "log") }
 func ExecSubject(node string) string { return identity.NodeSubject(node, "exec") }
 
 // OpenSubject is where node `node` opens sessions; session id's frames travel on
@@ -37,10 +37,12 @@ const (
 	SessionExec        = "exec"
 	SessionAttach      = "attach"
 	SessionPortForward = "portforward"
+	SessionLog         = "log"
 )
 
 // OpenRequest starts session ID on the node: a command in a container (exec), the container's
-// output (attach) or a TCP connection to a port in the pod (portforward). The node subscribes
+// output (attach), its log as pods/log reads it (log: on channel 1, stdout and stderr in the
+// order written) or a TCP connection to a port in the pod (portforward). The node subscribes
 // to ToNodeSubject before it answers, so the caller may send at once.
 type OpenRequest struct {
 	ID        string   `json:"id"`
@@ -51,27 +53,13 @@ type OpenRequest struct {
 	Stdin     bool     `json:"stdin,omitempty"`
 	TTY       bool     `json:"tty,omitempty"`
 	Port      int32    `json:"port,omitempty"`
+	// Log are a log session's options, as the apiserver decoded and validated them; the node
+	// reads sinceSeconds against its own clock, as the kubelet does.
+	Log *corev1.PodLogOptions `json:"log,omitempty"`
 }
 
 // OpenReply is empty: an error comes back as the call's error.
 type OpenReply struct{}
-
-// LogRequest asks for a container's log from byte Offset on.
-type LogRequest struct {
-	PodUID    string `json:"podUID"`
-	Container string `json:"container"`
-	Previous  bool   `json:"previous,omitempty"` // the attempt before the current one
-	Offset    int64  `json:"offset,omitempty"`
-	TailLines int64  `json:"tailLines,omitempty"` // with Offset 0: only the last N lines
-	MaxBytes  int64  `json:"maxBytes,omitempty"`
-}
-
-// LogReply carries log bytes; NextOffset continues a follow; Running says whether more may come.
-type LogReply struct {
-	Data       []byte `json:"data,omitempty"`
-	NextOffset int64  `json:"nextOffset"`
-	Running    bool   `json:"running"`
-}
 
 // ExecRequest runs a command in a container, without a terminal.
 type ExecRequest struct {

@@ -118,10 +118,10 @@ func (id ID) Permissions(n Names) (natsserver.Permissions, error) {
 			"$KV."+n.LeaseBucket+".>",
 		)
 	case Node:
-		// The apiserver calls the node for logs, exec, usage and sessions; the node answers on the
-		// request's reply subject (Respond). A session's frames flow on the node's own subjects
-		// only, so a node can neither read nor feed another node's sessions.
-		p.SubAllow = append(p.SubAllow, NodeSubject(id.Node, "log"), NodeSubject(id.Node, "exec"), NodeSubject(id.Node, "metrics"),
+		// The apiserver calls the node for exec, usage and sessions (logs are one); the node answers
+		// on the request's reply subject (Respond). A session's frames flow on the node's own
+		// subjects only, so a node can neither read nor feed another node's sessions.
+		p.SubAllow = append(p.SubAllow, NodeSubject(id.Node, "exec"), NodeSubject(id.Node, "metrics"),
 			NodeSubject(id.Node, "open"), NodeSubject(id.Node, SessionToNode+".*"))
 		p.PubAllow = append(p.PubAllow, NodeSubject(id.Node, SessionFromNode+".*"))
 		p.Respond = true

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,9 +20,10 @@ import (
 func podKind() *schemas.Kind { k, _ := schemas.ByResource("", "v1", "pods"); return k }
 
 func newLogs(g *globals) *cobra.Command {
-	var follow, previous bool
+	var follow, previous, timestamps bool
 	var container string
 	var tail int64
+	var since time.Duration
 	cmd := &cobra.Command{
 		Use:   "logs POD",
 		Short: "Print a container's log (through the apiserver's pods/log, so kubectl logs works too)",
@@ -39,6 +42,13 @@ func newLogs(g *globals) *cobra.Command {
 			if tail >= 0 {
 				q.Set("tailLines", strconv.FormatInt(tail, 10))
 			}
+			if timestamps {
+				q.Set("timestamps", "true")
+			}
+			if since != 0 {
+				// Whole seconds, rounded up, as kubectl sends --since.
+				q.Set("sinceSeconds", strconv.FormatInt(int64(math.Ceil(since.Seconds())), 10))
+			}
 			rc, err := g.transport().Stream(cmd.Context(), apiclient.Path(podKind(), g.namespace, args[0], "log")+"?"+q.Encode(), "")
 			if err != nil {
 				return err
@@ -52,6 +62,8 @@ func newLogs(g *globals) *cobra.Command {
 	cmd.Flags().BoolVarP(&previous, "previous", "p", false, "the previous (crashed) container's log")
 	cmd.Flags().StringVarP(&container, "container", "c", "", "container name (needed with several)")
 	cmd.Flags().Int64Var(&tail, "tail", -1, "only the last N lines")
+	cmd.Flags().BoolVar(&timestamps, "timestamps", false, "prefix each line with its time (RFC3339Nano)")
+	cmd.Flags().DurationVar(&since, "since", 0, "only lines newer than this, e.g. 5s or 2m")
 	return cmd
 }
 

@@ -283,6 +283,7 @@ func bridgePorts(bridge string) []string {
 func TestPodsGetDistinctIPsAndServeHTTP(t *testing.T) {
 	f := env(t)
 	ctx := context.Background()
+	began := time.Now()
 	a, b := newPod(t, f, "alpha"), newPod(t, f, "beta")
 	if a.IP == "" || a.IP == b.IP {
 		t.Fatalf("pod IPs %q and %q", a.IP, b.IP)
@@ -319,13 +320,24 @@ func TestPodsGetDistinctIPsAndServeHTTP(t *testing.T) {
 		expectFile(t, filepath.Join(cgroupRoot, "cpu", cg, "cpu.cfs_quota_us"), "25000")
 		expectFile(t, filepath.Join(cgroupRoot, "cpu", cg, "cpu.shares"), "256")
 	}
-	// stdout goes to the attempt's log file.
+	// stdout goes to the attempt's log file as CRI log records stamped while the test ran.
 	eventually(t, 5*time.Second, func() error {
 		b, err := os.ReadFile(f.rt.LogPath(a.PodUID, "web", 0))
-		if err != nil || !bytes.Contains(b, []byte("listening on tcp :8080")) {
-			return fmt.Errorf("log %q, %v", b, err)
+		if err != nil {
+			return err
 		}
-		return nil
+		for _, rec := range strings.Split(string(b), "\n") {
+			stamp, rest, _ := strings.Cut(rec, " ")
+			if !strings.HasPrefix(rest, "stdout F ") || !strings.Contains(rest, "listening on tcp :8080") {
+				continue
+			}
+			at, err := time.Parse(time.RFC3339Nano, stamp)
+			if err != nil || at.Before(began) || at.After(time.Now()) {
+				return fmt.Errorf("record %q: time not within the test (%v)", rec, err)
+			}
+			return nil
+		}
+		return fmt.Errorf("no `<time> stdout F ...listening on tcp :8080...` record in log %q", b)
 	})
 }
 

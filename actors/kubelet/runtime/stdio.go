@@ -8,13 +8,16 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/fifo"
+
+	"github.com/skiff-sh/skiff/actors/kubelet/runtime/crilog"
 )
 
-// A container's init process is wired as the CRI wires it: its output goes to the log file,
-// appended by the shim so logging outlives an agent restart; with stdin it reads a FIFO whose
+// A container's init process is wired as the CRI wires it: its output goes to the log file
+// in the CRI format, through the logger the shim starts, so logging outlives an agent restart; with stdin it reads a FIFO whose
 // write end this runtime holds open (closing it is the process's EOF); with a terminal the
 // shim's console copier writes only to a FIFO, so the runtime copies that FIFO to the log (the
 // shim keeps the FIFO open both ways, so output waits in it while the agent restarts).
@@ -55,11 +58,11 @@ func (r *Runtime) fifoPath(podUID, id, stream string) string {
 // openStdio makes the FIFOs container id needs and opens the runtime's ends of them. The
 // opens do not wait for the shim: the FIFO library completes them when it opens its side.
 func (r *Runtime) openStdio(podUID, id, logPath string, stdin, tty bool) (*stdio, error) {
-	logURI, err := cio.LogURIGenerator("file", logPath, nil)
+	logURI, err := criLogger(logPath)
 	if err != nil {
 		return nil, err
 	}
-	s := &stdio{cfg: cio.Config{Stdout: logURI.String(), Stderr: logURI.String(), Terminal: tty}}
+	s := &stdio{cfg: cio.Config{Stdout: logURI, Stderr: logURI, Terminal: tty}}
 	if !stdin && !tty {
 		return s, nil
 	}
@@ -119,7 +122,8 @@ func (r *Runtime) copyTerminalLog(id string, output io.ReadCloser, fifoPath, log
 		return
 	}
 	defer f.Close()
-	if _, err := io.Copy(f, output); err == nil {
+	// A terminal has one stream: its records are stdout's, as the CRI writes them.
+	if err := crilog.NewFile(f, time.Now).Copy(crilog.Stdout, output); err == nil {
 		_ = os.Remove(fifoPath)
 	}
 }
