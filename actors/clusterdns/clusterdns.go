@@ -26,8 +26,12 @@ const DefaultDomain = "cluster.local"
 // Config configures one node's DNS server.
 type Config struct {
 	Informers *informer.Factory // the process's shared informers
-	NodeName  string
-	Domain    string // the cluster domain; DefaultDomain if empty
+	// OwnInformers: no other reader shares the Service and EndpointSlice informers (skiff dns,
+	// not a node agent, whose proxy reads them), so they cache only the fields the server
+	// reads. New panics if the factory already made them.
+	OwnInformers bool
+	NodeName     string
+	Domain       string // the cluster domain; DefaultDomain if empty
 	// Listen is the ip:port served over UDP and TCP; port 0 picks one (the same for both).
 	// The address need not exist yet (the node bridge gets it with the first pod): the
 	// sockets are bound with IP_FREEBIND.
@@ -71,6 +75,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.OwnInformers {
+		keepOwnFields(cfg.Informers)
 	}
 	s := &Server{
 		cfg:    cfg,

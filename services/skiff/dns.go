@@ -49,7 +49,7 @@ func newDNS() *cobra.Command {
 			}
 			defer m.Close()
 			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			s := clusterdns.New(clusterdns.Config{Informers: m.Informers, NodeName: name, Domain: domain, Listen: listen,
+			s := clusterdns.New(clusterdns.Config{Informers: m.Informers, OwnInformers: true, NodeName: name, Domain: domain, Listen: listen,
 				Upstreams: upstreams, Logger: logger})
 			if _, err := m.Actors.Spawn("clusterdns", s.Producer()); err != nil {
 				return err
