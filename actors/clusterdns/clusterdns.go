@@ -7,6 +7,7 @@
 package clusterdns
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -108,6 +109,12 @@ func New(cfg Config) *Server {
 		},
 	}
 	return s
+}
+
+// WaitForSync blocks until the Service and EndpointSlice informers have their first
+// snapshots, or ctx ends.
+func (s *Server) WaitForSync(ctx context.Context) bool {
+	return s.svcs.WaitForSync(ctx) && s.slices.WaitForSync(ctx)
 }
 
 // Zone is the cluster zone's name, fully qualified ("cluster.local.").
