@@ -24,8 +24,9 @@ type Factory struct {
 }
 
 // Transform turns a decoded object into what the cache keeps of it, as client-go's
-// SetTransform does: a process whose only reader needs a few fields keeps only those. It may
-// return the object changed in place, or a new one of the same type.
+// SetTransform does: a process whose only reader needs a few fields keeps only those, in a
+// type of the reader's own if it likes (then only GetNamespace is asked of it, for the
+// namespace index; reading them through Typed panics).
 type Transform func(runtime.Object) runtime.Object
 
 // Keep makes the informers of group/resource cache what t keeps of each object, for a process
