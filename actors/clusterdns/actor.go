@@ -95,7 +95,7 @@ func (a *dnsActor) start(actx actorkit.Context) {
 	// informer delivers its first snapshot before it reports synced: once both have, the
 	// marker sent here follows every event of the snapshots.
 	actorkit.Go(actx, "clusterdns sync", func(ctx context.Context) {
-		if s.svcs.WaitForSync(ctx) && s.slices.WaitForSync(ctx) {
+		if s.WaitForSync(ctx) {
 			sys.Send(self, &synced{a: a})
 		}
 	})

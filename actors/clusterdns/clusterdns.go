@@ -7,12 +7,12 @@
 package clusterdns
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"sync"
 
 	"github.com/miekg/dns"
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -26,8 +26,12 @@ const DefaultDomain = "cluster.local"
 // Config configures one node's DNS server.
 type Config struct {
 	Informers *informer.Factory // the process's shared informers
-	NodeName  string
-	Domain    string // the cluster domain; DefaultDomain if empty
+	// OwnInformers: no other reader shares the Service and EndpointSlice informers (skiff dns,
+	// not a node agent, whose proxy reads them), so they cache only the fields the server
+	// reads. New panics if the factory already made them.
+	OwnInformers bool
+	NodeName     string
+	Domain       string // the cluster domain; DefaultDomain if empty
 	// Listen is the ip:port served over UDP and TCP; port 0 picks one (the same for both).
 	// The address need not exist yet (the node bridge gets it with the first pod): the
 	// sockets are bound with IP_FREEBIND.
@@ -42,10 +46,10 @@ type Config struct {
 // Server holds what outlives the actor's restarts: configuration and informers. Each
 // incarnation builds its zone from the informers' replay and listens once they have synced.
 type Server struct {
-	cfg      Config
-	svcs     informer.Typed[*corev1.Service]
-	slices   informer.Typed[*discoveryv1.EndpointSlice]
-	handlers map[*informer.Informer]func(z *zone) informer.Handler
+	cfg Config
+	// Their objects are API ones, or the server's own with OwnInformers (asService, asSlice).
+	svcs, slices *informer.Informer
+	handlers     map[*informer.Informer]func(z *zone) informer.Handler
 
 	mu   sync.Mutex
 	addr string // where the current incarnation serves; "" while it does not
@@ -72,26 +76,35 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.OwnInformers {
+		keepOwnFields(cfg.Informers)
+	}
 	s := &Server{
 		cfg:    cfg,
-		svcs:   informer.Shared[*corev1.Service](cfg.Informers, "", "services"),
-		slices: informer.Shared[*discoveryv1.EndpointSlice](cfg.Informers, "discovery.k8s.io", "endpointslices"),
+		svcs:   cfg.Informers.For("", "services"),
+		slices: cfg.Informers.For("discovery.k8s.io", "endpointslices"),
 	}
-	s.slices.AddIndexer(IndexService, func(es *discoveryv1.EndpointSlice) []string {
-		if k := serviceOf(es); k != "" {
+	s.slices.AddIndexer(IndexService, func(o runtime.Object) []string {
+		if k := serviceOf(o); k != "" {
 			return []string{k}
 		}
 		return nil
 	})
 	s.handlers = map[*informer.Informer]func(z *zone) informer.Handler{
-		s.svcs.Informer(): func(z *zone) informer.Handler {
-			changed := func(o runtime.Object) { s.refresh(z, key(o.(*corev1.Service).Namespace, o.(*corev1.Service).Name)) }
+		s.svcs: func(z *zone) informer.Handler {
+			changed := func(o runtime.Object) {
+				m := o.(interface {
+					GetNamespace() string
+					GetName() string
+				})
+				s.refresh(z, key(m.GetNamespace(), m.GetName()))
+			}
 			return informer.Funcs{Add: changed, Update: func(_, o runtime.Object) { changed(o) }, Delete: changed}
 		},
-		s.slices.Informer(): func(z *zone) informer.Handler {
+		s.slices: func(z *zone) informer.Handler {
 			changed := func(objs ...runtime.Object) {
 				for _, o := range objs {
-					if k := serviceOf(o.(*discoveryv1.EndpointSlice)); k != "" {
+					if k := serviceOf(o); k != "" {
 						s.refresh(z, k)
 					}
 				}
@@ -101,6 +114,12 @@ func New(cfg Config) *Server {
 		},
 	}
 	return s
+}
+
+// WaitForSync blocks until the Service and EndpointSlice informers have their first
+// snapshots, or ctx ends.
+func (s *Server) WaitForSync(ctx context.Context) bool {
+	return s.svcs.WaitForSync(ctx) && s.slices.WaitForSync(ctx)
 }
 
 // Zone is the cluster zone's name, fully qualified ("cluster.local.").
@@ -129,13 +148,22 @@ func (s *Server) refresh(z *zone, k string) {
 		z.idx.set(k, nil)
 		return
 	}
-	z.idx.set(k, serviceRecords(svc, s.slices.ByIndex(IndexService, k), z.idx.zone))
+	objs := s.slices.ByIndex(IndexService, k)
+	slices := make([]*dnsSlice, len(objs))
+	for n, o := range objs {
+		slices[n] = asSlice(o)
+	}
+	z.idx.set(k, serviceRecords(asService(svc), slices, z.idx.zone))
 }
 
 func key(namespace, name string) string { return namespace + "/" + name }
 
-// serviceOf is the key of the Service a slice belongs to ("" if unlabelled).
-func serviceOf(es *discoveryv1.EndpointSlice) string {
+// serviceOf is the key of the Service a slice (of either form) belongs to ("" if unlabelled).
+func serviceOf(o runtime.Object) string {
+	if s, ok := o.(*dnsSlice); ok {
+		return s.Service
+	}
+	es := o.(*discoveryv1.EndpointSlice)
 	if name := es.Labels[discoveryv1.LabelServiceName]; name != "" {
 		return key(es.Namespace, name)
 	}

@@ -37,9 +37,17 @@ type fixture struct {
 func start(t *testing.T) *fixture {
 	t.Helper()
 	cp := ct.Start(t)
+	return serve(t, cp, clusterdns.Config{Informers: cp.Informers, NodeName: "n1"})
+}
+
+// serve runs a DNS server of cfg on cp (on a free port, with a fake upstream) and waits until
+// it listens.
+func serve(t *testing.T, cp *controlplane.ControlPlane, cfg clusterdns.Config) *fixture {
+	t.Helper()
 	up := startUpstream(t)
-	srv := clusterdns.New(clusterdns.Config{Informers: cp.Informers, NodeName: "n1", Listen: "127.0.0.1:0", Upstreams: []string{up.addr}})
-	pid := ct.Spawn(t, cp, "clusterdns", srv.Producer())
+	cfg.Listen, cfg.Upstreams = "127.0.0.1:0", []string{up.addr}
+	srv := clusterdns.New(cfg)
+	pid := ct.Spawn(t, cp, "clusterdns-"+cfg.NodeName, srv.Producer())
 	f := &fixture{t: t, cp: cp, srv: srv, pid: pid, upstream: up}
 	f.addr()
 	return f

@@ -15,10 +15,10 @@ func FuzzAnswer(f *testing.F) {
 	z := &zone{idx: newIndex("cluster.local."), fwd: newForwarder(nil), log: func(string, ...any) {}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.20", Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
-	z.idx.set("default/web", serviceRecords(svc, nil, z.idx.zone))
+	z.idx.set("default/web", serviceRecords(toService(svc), nil, z.idx.zone))
 	ext := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext", Namespace: "default"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "web.default.svc.cluster.local"}}
-	z.idx.set("default/ext", serviceRecords(ext, nil, z.idx.zone))
+	z.idx.set("default/ext", serviceRecords(toService(ext), nil, z.idx.zone))
 	for _, q := range []struct {
 		name  string
 		qtype uint16

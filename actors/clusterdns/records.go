@@ -6,7 +6,6 @@ import (
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 )
 
 // TTL is the TTL of every answer from the cluster zone (CoreDNS's kubernetes plugin default):
@@ -20,34 +19,32 @@ const TTL = 5
 //     <hostname>.<svc>... per endpoint (the dashed IP when it has no hostname), SRV per named
 //     port and endpoint, PTR per endpoint address;
 //   - ExternalName: a CNAME to the external name.
-func serviceRecords(svc *corev1.Service, slices []*discoveryv1.EndpointSlice, zone string) []dns.RR {
+func serviceRecords(svc *dnsService, slices []*dnsSlice, zone string) []dns.RR {
 	base := strings.ToLower(svc.Name + "." + svc.Namespace + ".svc." + zone)
 	switch {
-	case svc.Spec.Type == corev1.ServiceTypeExternalName:
-		if svc.Spec.ExternalName == "" {
+	case svc.Type == corev1.ServiceTypeExternalName:
+		if svc.ExternalName == "" {
 			return nil
 		}
-		return []dns.RR{&dns.CNAME{Hdr: hdr(base, dns.TypeCNAME), Target: dns.Fqdn(strings.ToLower(svc.Spec.ExternalName))}}
-	case svc.Spec.ClusterIP == corev1.ClusterIPNone:
+		return []dns.RR{&dns.CNAME{Hdr: hdr(base, dns.TypeCNAME), Target: dns.Fqdn(strings.ToLower(svc.ExternalName))}}
+	case svc.headless():
 		return headless(svc, slices, base)
 	}
 	var out []dns.RR
-	for _, s := range clusterIPs(svc) {
+	for _, s := range svc.ClusterIPs {
 		a, err := netip.ParseAddr(s)
 		if err != nil {
 			continue
 		}
 		out = append(out, addr(base, a), ptr(a, base))
 	}
-	for _, p := range svc.Spec.Ports {
-		if p.Name != "" {
-			out = append(out, srv(p.Name, p.Protocol, base, uint16(p.Port), base))
-		}
+	for _, p := range svc.Ports {
+		out = append(out, srv(p.Name, p.Protocol, base, uint16(p.Port), base))
 	}
 	return out
 }
 
-func headless(svc *corev1.Service, slices []*discoveryv1.EndpointSlice, base string) []dns.RR {
+func headless(svc *dnsService, slices []*dnsSlice, base string) []dns.RR {
 	var out []dns.RR
 	seen := map[string]bool{} // owner/type/data: an endpoint listed in two slices counts once
 	add := func(rr dns.RR) {
@@ -57,11 +54,8 @@ func headless(svc *corev1.Service, slices []*discoveryv1.EndpointSlice, base str
 		}
 	}
 	for _, es := range slices {
-		if es.AddressType != discoveryv1.AddressTypeIPv4 && es.AddressType != discoveryv1.AddressTypeIPv6 {
-			continue // FQDN slices name no address
-		}
 		for _, ep := range es.Endpoints {
-			if !svc.Spec.PublishNotReadyAddresses && ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+			if !svc.PublishNotReady && !ep.Ready {
 				continue
 			}
 			for _, s := range ep.Addresses {
@@ -71,36 +65,20 @@ func headless(svc *corev1.Service, slices []*discoveryv1.EndpointSlice, base str
 				}
 				a = a.Unmap()
 				host := dashed(a)
-				if ep.Hostname != nil && *ep.Hostname != "" {
-					host = strings.ToLower(*ep.Hostname)
+				if ep.Hostname != "" {
+					host = strings.ToLower(ep.Hostname)
 				}
 				name := host + "." + base
 				add(addr(base, a))
 				add(addr(name, a))
 				add(ptr(a, name))
 				for _, p := range es.Ports {
-					if p.Name != nil && *p.Name != "" && p.Port != nil {
-						proto := corev1.ProtocolTCP
-						if p.Protocol != nil {
-							proto = *p.Protocol
-						}
-						add(srv(*p.Name, proto, base, uint16(*p.Port), name))
-					}
+					add(srv(p.Name, p.Protocol, base, uint16(p.Port), name))
 				}
 			}
 		}
 	}
 	return out
-}
-
-func clusterIPs(svc *corev1.Service) []string {
-	if len(svc.Spec.ClusterIPs) > 0 {
-		return svc.Spec.ClusterIPs
-	}
-	if svc.Spec.ClusterIP != "" {
-		return []string{svc.Spec.ClusterIP}
-	}
-	return nil
 }
 
 func hdr(name string, t uint16) dns.RR_Header {

@@ -20,6 +20,31 @@ type Factory struct {
 	infs  map[string]*Informer
 	start func(*Informer)                                              // set while the factory's actor runs: starts an informer asked for later
 	via   map[string]func(kind *schemas.Kind, namespace string) Source // kinds not read from the log
+	trim  map[string]Transform                                         // kinds cached in part
+}
+
+// Transform turns a decoded object into what the cache keeps of it, as client-go's
+// SetTransform does: a process whose only reader needs a few fields keeps only those, in a
+// type of the reader's own if it likes (then only GetNamespace is asked of it, for the
+// namespace index; reading them through Typed panics).
+type Transform func(runtime.Object) runtime.Object
+
+// Keep makes the informers of group/resource cache what t keeps of each object, for a process
+// whose every reader of that kind reads no more (skiff dns alone, not a node agent, whose proxy
+// shares the informers). Call it before the first informer of that kind is asked for: a cache
+// already full of whole objects would be read as trimmed, so it panics then (a code error).
+func (f *Factory) Keep(group, resource string, t Transform) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, inf := range f.infs {
+		if inf.kind.GVK.Group == group && inf.kind.Resource == resource {
+			panic("informer: Keep " + resource + " after its informer was made")
+		}
+	}
+	if f.trim == nil {
+		f.trim = map[string]Transform{}
+	}
+	f.trim[group+"/"+resource] = t
 }
 
 // ReadThrough makes the informers of group/resource read through src instead of the log: a
@@ -61,6 +86,7 @@ func (f *Factory) ForKind(kind *schemas.Kind, namespace string) *Informer {
 		}
 		inf = New(f.log, kind, namespace)
 	}
+	inf.transform = f.trim[kind.GVK.Group+"/"+kind.Resource]
 	f.infs[key] = inf
 	if f.start != nil {
 		f.start(inf)

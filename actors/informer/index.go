@@ -16,9 +16,10 @@ const (
 	IndexOwnerUID  = "metadata.ownerReferences.uid" // any kind: by each owner's UID
 )
 
+// namespaceIndex needs only GetNamespace, which a transform's own types have too.
 func namespaceIndex(obj runtime.Object) []string {
-	m, err := meta.Accessor(obj)
-	if err != nil {
+	m, ok := obj.(interface{ GetNamespace() string })
+	if !ok {
 		return nil
 	}
 	return []string{m.GetNamespace()}

@@ -74,6 +74,7 @@ type Informer struct {
 	src       Source
 	kind      *schemas.Kind
 	namespace string
+	transform Transform // nil: whole objects
 
 	// deliver serialises changes and handler calls, so handlers see every change once, in
 	// log order, and a handler added late replays the cache before the next change.
@@ -266,6 +267,9 @@ func (i *Informer) decode(value []byte, rev uint64) (runtime.Object, error) {
 		// apiserver takes as unchanged, as kube-apiserver does), as client-go's
 		// TransformStripManagedFields has it; they were a third of a cached Service or slice.
 		m.SetManagedFields(nil)
+	}
+	if i.transform != nil {
+		obj = i.transform(obj)
 	}
 	return obj, nil
 }

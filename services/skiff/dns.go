@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -23,6 +24,9 @@ import (
 func newDNS() *cobra.Command {
 	var natsURL, natsCreds, name, listen, domain string
 	var upstreams []string
+	// For the DNS benchmark's share of a node agent: the agent's informers keep whole objects
+	// (its proxy reads them), and the same process without the server is its baseline.
+	var wholeObjects, noServer bool
 	cmd := &cobra.Command{
 		Use:   "dns",
 		Short: "Run the cluster DNS server alone (no kubelet or proxy), joined to a Skiff control plane through NATS",
@@ -49,8 +53,19 @@ func newDNS() *cobra.Command {
 			}
 			defer m.Close()
 			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			s := clusterdns.New(clusterdns.Config{Informers: m.Informers, NodeName: name, Domain: domain, Listen: listen,
+			s := clusterdns.New(clusterdns.Config{Informers: m.Informers, OwnInformers: !wholeObjects, NodeName: name, Domain: domain, Listen: listen,
 				Upstreams: upstreams, Logger: logger})
+			if noServer {
+				if !s.WaitForSync(ctx) {
+					return nil
+				}
+				// A process that serves allocates and so collects; this one would not again
+				// before its memory is read, and its last collection ran during the snapshot.
+				runtime.GC()
+				fmt.Fprintln(cmd.OutOrStdout(), "skiff dns informers synced, not serving")
+				<-ctx.Done()
+				return nil
+			}
 			if _, err := m.Actors.Spawn("clusterdns", s.Producer()); err != nil {
 				return err
 			}
@@ -77,5 +92,9 @@ func newDNS() *cobra.Command {
 	f.StringVar(&name, "node-name", host, "the node identity it joins NATS as")
 	f.StringVar(&natsURL, "nats-url", defaultNATSURL, "the control plane's NATS")
 	f.StringVar(&natsCreds, "nats-creds", "", "a node's NATS credentials `FILE` (from \"skiff nats-creds --node NAME\"); needed when NATS is secured")
+	f.BoolVar(&wholeObjects, "whole-objects", false, "cache whole Services and EndpointSlices, as a node agent's informers shared with its proxy do")
+	f.BoolVar(&noServer, "no-server", false, "sync the informers and their index, then serve nothing (a baseline for measuring the server's memory)")
+	_ = f.MarkHidden("whole-objects")
+	_ = f.MarkHidden("no-server")
 	return cmd
 }

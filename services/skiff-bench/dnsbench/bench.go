@@ -50,6 +50,7 @@ type result struct {
 	load  loadResult
 	ready [2]time.Duration // p50, max from Ready written to the new answer
 	rss   uint64
+	heap  int // MiB live after the last collection
 }
 
 // Run prints the comparison table.
@@ -89,7 +90,7 @@ func Run(w io.Writer, o Options) error {
 	if err := setup(ctx, cs); err != nil {
 		return err
 	}
-	t := benchutil.NewTable(w, "Services", "server", "queries/s", "p50", "p99", "failed", "Ready→answer p50", "max", "RSS MiB")
+	t := benchutil.NewTable(w, "Services", "server", "queries/s", "p50", "p99", "failed", "Ready→answer p50", "max", "RSS MiB", "live heap MiB")
 	have := 0
 	last := netip.MustParseAddr("10.255.0.0")
 	newIP := func() string { last = last.Next(); return last.String() }
@@ -102,13 +103,20 @@ func Run(w io.Writer, o Options) error {
 		for i := range names {
 			names[i] = svcName(i) + "." + namespace + ".svc.cluster.local."
 		}
+		dns := func(extra ...string) func(ctx context.Context) (*child, string, error) {
+			return func(ctx context.Context) (*child, string, error) {
+				return startSkiffDNS(ctx, dir, data, skiff, natsPort, extra...)
+			}
+		}
 		servers := []server{
-			{"skiff dns", func(ctx context.Context) (*child, string, error) {
-				return startSkiffDNS(ctx, dir, data, skiff, natsPort)
-			}},
+			{"skiff dns", dns()},
 			{"coredns " + corednsVersion, func(ctx context.Context) (*child, string, error) {
 				return startCoreDNS(ctx, dir, coredns, kubeconfig, names[n-1])
 			}},
+			// A node agent's DNS shares the informers its proxy keeps whole: what DNS adds to
+			// it is the server on those informers less the same informers alone.
+			{"skiff dns, whole objects", dns("--whole-objects")},
+			{"same informers, no server", dns("--whole-objects", "--no-server")},
 		}
 		var res []result
 		for _, s := range servers {
@@ -117,17 +125,29 @@ func Run(w io.Writer, o Options) error {
 				return fmt.Errorf("%s at %d Services: %w", s.name, n, err)
 			}
 			res = append(res, r)
+			if r.load.qps == 0 { // no server: only its memory
+				t.Row(n, s.name, "", "", "", "", "", "", mib(int64(r.rss)), r.heap)
+				continue
+			}
 			t.Row(n, s.name, fmt.Sprintf("%.0f", r.load.qps), r.load.p50.Round(time.Microsecond), r.load.p99.Round(time.Microsecond),
-				r.load.failed, r.ready[0].Round(time.Millisecond), r.ready[1].Round(time.Millisecond), fmt.Sprintf("%.1f", float64(r.rss)/(1<<20)))
+				r.load.failed, r.ready[0].Round(time.Millisecond), r.ready[1].Round(time.Millisecond), mib(int64(r.rss)), r.heap)
+			if len(res) == 2 {
+				t.Row(n, "skiff/coredns", fmt.Sprintf("%.2fx", res[0].load.qps/res[1].load.qps), "", "", "", "", "",
+					fmt.Sprintf("%.2fx", float64(res[0].rss)/float64(res[1].rss)), fmt.Sprintf("%.2fx", float64(res[0].heap)/float64(res[1].heap)))
+			}
 		}
-		t.Row(n, "skiff/coredns", fmt.Sprintf("%.2fx", res[0].load.qps/res[1].load.qps), "", "", "", "", "",
-			fmt.Sprintf("%.2fx", float64(res[0].rss)/float64(res[1].rss)))
+		share := int64(res[2].rss) - int64(res[3].rss)
+		t.Row(n, "DNS's share of a node agent", "", "", "", "", "", "", mib(share), res[2].heap-res[3].heap)
+		t.Row(n, "share/coredns", "", "", "", "", "", "", fmt.Sprintf("%.2fx", float64(share)/float64(res[1].rss)), "")
 	}
 	if err := t.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "Load: %d queries in flight over UDP (closed loop), A for a random Service, %v per server, one server at a time on this host.\n"+
-		"RSS: each server's whole process after its load run (skiff dns: the DNS actor with its own NATS connection and informers).\n"+
+		"RSS: each server's whole process after its load run (skiff dns: the DNS actor with its own NATS connection and informers,\n"+
+		"  which keep only the fields DNS reads). Live heap: the Go heap its last collection found live (GODEBUG=gctrace=1).\n"+
+		"DNS's share of a node agent: skiff dns on informers keeping whole objects (as a node agent's, shared with its proxy, do)\n"+
+		"  less the same process with those informers and no server: what running DNS adds to a node, against CoreDNS's whole process.\n"+
 		"Ready→answer: an endpoint's ready condition written through the API until the server's answer has its address (polled every ms).\n",
 		o.Workers, o.Duration)
 	return nil
@@ -141,14 +161,17 @@ func measure(ctx context.Context, cs *kubernetes.Clientset, s server, names []st
 		return result{}, err
 	}
 	defer c.stop()
-	if len(addrs(addr, names[len(names)-1])) == 0 {
+	if addr != "" && len(addrs(addr, names[len(names)-1])) == 0 {
 		return result{}, fmt.Errorf("%s does not answer %s", addr, names[len(names)-1])
 	}
 	var r result
+	if addr == "" { // informers only: nothing to load
+		return r, c.memory(&r)
+	}
 	if r.load, err = load(ctx, addr, names, o.Workers, o.Duration); err != nil {
 		return r, err
 	}
-	if r.rss, err = rss(c.cmd.Process.Pid); err != nil {
+	if err := c.memory(&r); err != nil {
 		return r, err
 	}
 	var lat []time.Duration
@@ -163,6 +186,18 @@ func measure(ctx context.Context, cs *kubernetes.Clientset, s server, names []st
 	r.ready[1] = slices.Max(lat)
 	return r, nil
 }
+
+// memory reads the child's RSS and live heap into r.
+func (c *child) memory(r *result) error {
+	var err error
+	if r.rss, err = rss(c.cmd.Process.Pid); err != nil {
+		return err
+	}
+	r.heap, err = c.liveHeap()
+	return err
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 
 // flip adds a not-ready endpoint to the flip Service, waits until the server has had time to
 // see it, turns it Ready and times until the server's answer holds its address.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +35,8 @@ func spawn(dir, name, bin string, args ...string) (*child, error) {
 	}
 	defer f.Close()
 	c.cmd.Stdout, c.cmd.Stderr = f, f
+	// Each Go runtime logs its collections, whose live heap liveHeap reads.
+	c.cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
 	// Killed with the bench if the bench dies first.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
@@ -95,6 +99,22 @@ func rss(pid int) (uint64, error) {
 	return 0, errors.New("no VmRSS in /proc/" + strconv.Itoa(pid) + "/status")
 }
 
+// gcLine is a gctrace line's heap sizes: at the start, at the end and live after marking.
+var gcLine = regexp.MustCompile(`, (\d+)->(\d+)->(\d+) MB,`)
+
+// liveHeap is the heap the child's last collection found live (GODEBUG=gctrace=1), in MiB.
+func (c *child) liveHeap() (int, error) {
+	data, err := os.ReadFile(c.log)
+	if err != nil {
+		return 0, err
+	}
+	m := gcLine.FindAllSubmatch(data, -1)
+	if len(m) == 0 {
+		return 0, errors.New("no gctrace line in " + filepath.Base(c.log))
+	}
+	return strconv.Atoi(string(m[len(m)-1][3]))
+}
+
 // buildBins builds skiff from this tree and CoreDNS from the corednsbuild module (into the
 // cache, once per version).
 func buildBins(ctx context.Context, dir string) (skiff, coredns string, err error) {
@@ -116,9 +136,10 @@ func buildBins(ctx context.Context, dir string) (skiff, coredns string, err erro
 	return skiff, bins["coredns"], nil
 }
 
-// startSkiffDNS runs `skiff dns` joined to the control plane's NATS with a node's credentials
-// minted from data's keys; it returns once the server has synced and listens.
-func startSkiffDNS(ctx context.Context, dir, data, skiff string, natsPort int) (*child, string, error) {
+// startSkiffDNS runs `skiff dns` (with extra flags) joined to the control plane's NATS with a
+// node's credentials minted from data's keys; it returns once the server has synced and
+// listens, or, with --no-server, once its informers have synced (the address is then "").
+func startSkiffDNS(ctx context.Context, dir, data, skiff string, natsPort int, extra ...string) (*child, string, error) {
 	creds, err := exec.CommandContext(ctx, skiff, "nats-creds", "--node", "bench-dns", "--data-dir", data).Output()
 	if err != nil {
 		return nil, "", fmt.Errorf("skiff nats-creds: %w", err)
@@ -127,12 +148,17 @@ func startSkiffDNS(ctx context.Context, dir, data, skiff string, natsPort int) (
 	if err := os.WriteFile(credsFile, creds, 0o600); err != nil {
 		return nil, "", err
 	}
-	c, err := spawn(dir, "skiff-dns", skiff, "dns", "--listen", "127.0.0.1:0", "--node-name", "bench-dns", "--nats-creds", credsFile,
-		"--nats-url", "nats://127.0.0.1:"+strconv.Itoa(natsPort), "--upstream", "127.0.0.1:9")
+	args := append([]string{"dns", "--listen", "127.0.0.1:0", "--node-name", "bench-dns", "--nats-creds", credsFile,
+		"--nats-url", "nats://127.0.0.1:" + strconv.Itoa(natsPort), "--upstream", "127.0.0.1:9"}, extra...)
+	c, err := spawn(dir, "skiff-dns", skiff, args...)
 	if err != nil {
 		return nil, "", err
 	}
-	addr, err := c.waitLog(ctx, "skiff dns serving on ", 2*time.Minute)
+	marker := "skiff dns serving on "
+	if slices.Contains(extra, "--no-server") {
+		marker = "skiff dns informers synced, not serving"
+	}
+	addr, err := c.waitLog(ctx, marker, 2*time.Minute)
 	if err != nil {
 		c.stop()
 		return nil, "", err
