@@ -116,32 +116,13 @@ func (d *Dataplane) recover() error {
 			members[sockLbMemberKey{Svc: sd.Key.raw(), Be: b.raw()}] = true
 		}
 	}
-	var stale []sockLbSlotKey
-	var sk sockLbSlotKey
-	var be sockLbBackend
-	it := d.objs.Backends.Iterate()
-	for it.Next(&sk, &be) {
-		if n, ok := live[sk.Rev]; !ok || sk.Idx >= n {
-			stale = append(stale, sk)
-		}
+	slotLive := func(sk sockLbSlotKey, _ sockLbBackend) bool {
+		n, ok := live[sk.Rev]
+		return ok && sk.Idx < n
 	}
-	var staleMembers []sockLbMemberKey
-	var mk sockLbMemberKey
-	var one uint8
-	mit := d.objs.Members.Iterate()
-	for mit.Next(&mk, &one) {
-		if !members[mk] {
-			staleMembers = append(staleMembers, mk)
-		}
-	}
-	if err := errors.Join(it.Err(), mit.Err()); err != nil {
+	memberLive := func(mk sockLbMemberKey, _ uint8) bool { return members[mk] }
+	if err := errors.Join(Sweep(d.objs.Backends, slotLive), Sweep(d.objs.Members, memberLive)); err != nil {
 		return fmt.Errorf("lb: adopt pinned maps: %w", err)
-	}
-	for i := range stale {
-		_ = d.objs.Backends.Delete(&stale[i])
-	}
-	for i := range staleMembers {
-		_ = d.objs.Members.Delete(&staleMembers[i])
 	}
 	d.revs = revAlloc{next: maxRev}
 	for r := uint32(1); r <= maxRev; r++ {

@@ -138,35 +138,18 @@ func (d *Dataplane) sweep() error {
 			members[memberKey(k, b)] = true
 		}
 	}
-	var stale []npNpSlotKey
-	var sk npNpSlotKey
-	var b npNpBackend
-	sit := d.objs.NpBackends.Iterate()
-	for sit.Next(&sk, &b) {
-		if v, ok := live[sk.Svc]; !ok || v.Bank != sk.Bank || sk.Idx >= v.Count {
-			stale = append(stale, sk)
-		}
-	}
-	var staleMembers []npNpMemberKey
-	var mk npNpMemberKey
-	var one uint8
-	mit := d.objs.NpMembers.Iterate()
-	for mit.Next(&mk, &one) {
-		if !members[mk] {
-			staleMembers = append(staleMembers, mk)
-		}
-	}
-	if err := errors.Join(it.Err(), sit.Err(), mit.Err()); err != nil {
+	if err := it.Err(); err != nil {
 		return fmt.Errorf("nodeport: adopt pinned maps: %w", err)
 	}
-	var errs []error
-	for i := range stale {
-		errs = append(errs, ignoreMissing(d.objs.NpBackends.Delete(&stale[i])))
+	slotLive := func(sk npNpSlotKey, _ npNpBackend) bool {
+		v, ok := live[sk.Svc]
+		return ok && v.Bank == sk.Bank && sk.Idx < v.Count
 	}
-	for i := range staleMembers {
-		errs = append(errs, ignoreMissing(d.objs.NpMembers.Delete(&staleMembers[i])))
+	memberLive := func(mk npNpMemberKey, _ uint8) bool { return members[mk] }
+	if err := errors.Join(lb.Sweep(d.objs.NpBackends, slotLive), lb.Sweep(d.objs.NpMembers, memberLive)); err != nil {
+		return fmt.Errorf("nodeport: adopt pinned maps: %w", err)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // Dump reads every entry from the kernel maps, sorted by key.
