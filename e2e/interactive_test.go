@@ -177,28 +177,10 @@ spec:
 		if local == 0 {
 			t.Skip("needs the port-forward")
 		}
-		cmd := kubectlCmd(t, kubectl, n, "attach", "debug")
-		var out liveOutput
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-		// Say lines until one shows: the attach starts at the output's end once it is open.
-		testutil.Eventually(t, 20*time.Second, 200*time.Millisecond, func() error {
-			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/say?line=attached-hello", local))
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if !strings.Contains(out.String(), "attached-hello") {
-				return fmt.Errorf("attach output: %q", out.String())
-			}
-			return nil
-		})
+		out := followWhileSaying(t, kubectlCmd(t, kubectl, n, "attach", "debug"), local, "attached-hello", "attached-hello")
 		// The output itself, not the log file's records it was read from.
-		if strings.Contains(out.String(), " stdout F ") {
-			t.Fatalf("attach shows CRI log records: %q", out.String())
+		if strings.Contains(out, " stdout F ") {
+			t.Fatalf("attach shows CRI log records: %q", out)
 		}
 		if out, err := kubectlCmd(t, kubectl, n, "attach", "-i", "debug").CombinedOutput(); err == nil || !strings.Contains(string(out), "stdin") {
 			t.Fatalf("attach -i: want a refusal naming stdin, got %v %q", err, out)

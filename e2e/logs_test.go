@@ -148,24 +148,31 @@ func logsByTime(t *testing.T, kubectl string, n *node, local int, began time.Tim
 // logsFollow: kubectl logs -f streams lines as the container writes them, with their times
 // when asked, and keeps the stream open while it runs.
 func logsFollow(t *testing.T, kubectl string, n *node, local int) {
-	cmd := kubectlCmd(t, kubectl, n, "logs", "-f", "--tail=0", "--timestamps", "debug")
+	out := followWhileSaying(t, kubectlCmd(t, kubectl, n, "logs", "-f", "--tail=0", "--timestamps", "debug"), local, "followed", " followed\n")
+	first, _, _ := strings.Cut(out, "\n")
+	stamp, line, _ := strings.Cut(first, " ")
+	if _, err := time.Parse(time.RFC3339Nano, stamp); err != nil || line != "followed" {
+		t.Fatalf("logs -f --timestamps: first line %q, want a time and followed", first)
+	}
+}
+
+// followWhileSaying starts a streaming kubectl (logs -f, attach) and has the debug pod say
+// line until want shows in its output, which it returns: a stream starts at the output's end
+// once it is open, so one line said too early is not enough.
+func followWhileSaying(t *testing.T, cmd *exec.Cmd, local int, line, want string) string {
+	t.Helper()
 	var out liveOutput
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	// Say lines until one shows: the follow starts at the end once it is open.
 	testutil.Eventually(t, 20*time.Second, 200*time.Millisecond, func() error {
-		say(t, local, "followed")
-		if !strings.Contains(out.String(), " followed\n") {
-			return fmt.Errorf("logs -f output: %q", out.String())
+		say(t, local, line)
+		if !strings.Contains(out.String(), want) {
+			return fmt.Errorf("%s output: %q", cmd.Args[1], out.String())
 		}
 		return nil
 	})
-	first, _, _ := strings.Cut(out.String(), "\n")
-	stamp, line, _ := strings.Cut(first, " ")
-	if _, err := time.Parse(time.RFC3339Nano, stamp); err != nil || line != "followed" {
-		t.Fatalf("logs -f --timestamps: first line %q, want a time and followed", first)
-	}
+	return out.String()
 }
