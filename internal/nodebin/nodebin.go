@@ -1,5 +1,5 @@
 // Package nodebin makes the skiff binary carry what a node runs besides itself, as k3s's one
-// binary does: the containerd daemon, its runc shim, the shim's logging binary and the CNI plugins are entries of this
+// binary does: the containerd daemon, its runc shim and the CNI plugins are entries of this
 // binary, picked by the name it is started as. Install puts one symlink per entry in a
 // directory that the agent puts first on PATH, where containerd looks for its shim and go-cni
 // for its plugins.
@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/skiff-sh/skiff/actors/kubelet/runtime/crilog"
 	"github.com/skiff-sh/skiff/internal/cniplugins"
 )
 
@@ -24,7 +23,6 @@ const envEntry = "SKIFF_ENTRY"
 var entries = map[string]func() int{
 	"containerd":              containerdMain,
 	"containerd-shim-runc-v2": shimMain,
-	crilog.LoggerName:         crilog.LoggerMain,
 }
 
 func init() {
