@@ -346,6 +346,6 @@ func (r *Runtime) deleteTask(ctx context.Context, c containerd.Container) error 
 		return fmt.Errorf("delete task %s: %w", c.ID(), err)
 	}
 	// The shim is gone and its FIFO ends with it: the copy reads what is left, then ends.
-	r.waitLog(ctx, c.ID())
+	r.drainLog(ctx, c.ID())
 	return nil
 }

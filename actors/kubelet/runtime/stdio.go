@@ -193,9 +193,9 @@ func (r *Runtime) copyLog(id, logPath string, outputs []output) {
 // holds open (a leaked descendant of the container), so deletion never hangs on it.
 const logDrainTimeout = 10 * time.Second
 
-// waitLog waits for container id's copy to reach the end of its output, which the shim
+// drainLog waits for container id's copy to reach the end of its output, which the shim
 // closes as the task goes: what the process wrote reaches the log before the task is gone.
-func (r *Runtime) waitLog(ctx context.Context, id string) {
+func (r *Runtime) drainLog(ctx context.Context, id string) {
 	r.logMu.Lock()
 	c := r.logCopies[id]
 	r.logMu.Unlock()
