@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"regexp"
@@ -14,22 +15,33 @@ import (
 // A plain container's output written while no runtime copies it (between one runtime's Close
 // and the next one's start, an agent restart) waits in its FIFO and reaches the log after.
 func TestOutputWaitsForTheNextRuntime(t *testing.T) {
+	outputAcrossRuntimes(t, "restart-plain", false)
+}
+
+// So does a terminal's, through its one output FIFO.
+func TestTerminalOutputWaitsForTheNextRuntime(t *testing.T) {
+	outputAcrossRuntimes(t, "restart-tty", true)
+}
+
+// outputAcrossRuntimes has a container answer its stdin while no runtime runs, then checks that
+// the next runtime copies the answer, and what comes after, into the log as stdout records.
+func outputAcrossRuntimes(t *testing.T, pod string, tty bool) {
 	f := env(t)
 	ctx := context.Background()
 	first, err := New(ctx, f.opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := first.RunSandbox(ctx, SandboxConfig{PodUID: "uid-restart-plain-" + randHex(4), PodName: "restart-plain", PodNamespace: "default"})
+	sb, err := first.RunSandbox(ctx, SandboxConfig{PodUID: "uid-" + pod + "-" + randHex(4), PodName: pod, PodNamespace: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.rt.StopSandbox(context.Background(), sb.PodUID) })
-	c, err := first.StartContainer(ctx, sb, ContainerConfig{Name: "web", Image: testImage, Args: []string{"-interactive"}, Stdin: true})
+	c, err := first.StartContainer(ctx, sb, ContainerConfig{Name: "web", Image: testImage, Args: []string{"-interactive"}, Stdin: true, TTY: tty})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLog(t, c, "tty=false")
+	waitLog(t, c, fmt.Sprintf("tty=%t", tty))
 	in, err := first.AttachStdin(ctx, c.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -37,8 +49,12 @@ func TestOutputWaitsForTheNextRuntime(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
+	eol := "\n"
+	if tty {
+		eol = "\r" // the terminal's line discipline ends a line at its carriage return
+	}
 	// The stdin's write end lives in this process still, so the process can be asked to speak.
-	if _, err := io.WriteString(in, "while-down\n"); err != nil {
+	if _, err := io.WriteString(in, "while-down"+eol); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -50,12 +66,12 @@ func TestOutputWaitsForTheNextRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer next.Close()
-	waitLog(t, c, " stdout F echo: while-down\n")
+	waitLog(t, c, " stdout F echo: while-down")
 	// The resumed copy goes on with what the process writes next.
-	if _, err := io.WriteString(in, "after\n"); err != nil {
+	if _, err := io.WriteString(in, "after"+eol); err != nil {
 		t.Fatal(err)
 	}
-	waitLog(t, c, " stdout F echo: after\n")
+	waitLog(t, c, " stdout F echo: after")
 }
 
 // stdout and stderr are copied apart into one log, each line a record of its stream; deleting
