@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A plain container's output written while no runtime copies it (between one runtime's Close
@@ -42,6 +44,11 @@ func outputAcrossRuntimes(t *testing.T, pod string, tty bool) {
 		t.Fatal(err)
 	}
 	waitLog(t, c, fmt.Sprintf("tty=%t", tty))
+	for _, stream := range outputStreams(tty) {
+		if size := fifoPipeSize(t, first.fifoPath(sb.PodUID, c.ID, stream)); size != pipeSize {
+			t.Errorf("%s FIFO buffers %d bytes, want %d", stream, size, pipeSize)
+		}
+	}
 	in, err := first.AttachStdin(ctx, c.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -102,4 +109,19 @@ func TestLogKeepsStreamsApartAndDrainsBeforeDelete(t *testing.T) {
 			t.Errorf("%s FIFO after the task went: %v", stream, err)
 		}
 	}
+}
+
+// fifoPipeSize is the buffer of the pipe behind a FIFO that the shim holds open.
+func fifoPipeSize(t *testing.T, path string) int {
+	t.Helper()
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	size, err := unix.FcntlInt(uintptr(fd), unix.F_GETPIPE_SZ, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return size
 }
