@@ -105,22 +105,11 @@ func Carry(dir string) (string, error) {
 // CarryBinary is Carry with the links to exe, another skiff binary (tests use one built
 // without the race detector, which would slow every daemon and shim).
 func CarryBinary(exe, dir string) (string, error) {
-	return CarryEntries(exe, dir, Names()...)
-}
-
-// CarryEntries is CarryBinary with only the named entries: a fixture on the host's containerd
-// carries the container logger alone, so the host's daemon and shim stay first on PATH.
-func CarryEntries(exe, dir string, names ...string) (string, error) {
-	for _, n := range names {
-		if _, ok := entries[n]; !ok {
-			return "", fmt.Errorf("%q is not an entry of the node binary", n)
-		}
-	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
-	if err := install(exe, dir, names); err != nil {
+	if err := install(exe, dir, Names()); err != nil {
 		return "", fmt.Errorf("node binaries in %s: %w", dir, err)
 	}
 	path := os.Getenv("PATH")
