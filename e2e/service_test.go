@@ -20,7 +20,6 @@ import (
 	"github.com/skiff-sh/skiff/deploy/images/examples"
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/testkit/echoapp"
-	"github.com/skiff-sh/skiff/testkit/nodebintest"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
@@ -57,9 +56,6 @@ func startNodeWith(t *testing.T, more []func(dir string) (string, error), cpConf
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := nodebintest.CarryLogger(filepath.Join(dir, "bin")); err != nil {
-		t.Fatal(err)
-	}
 	images := filepath.Join(dir, "images")
 	for _, build := range append([]func(string) (string, error){examples.BuildHTTPEcho}, more...) {
 		if _, err := build(images); err != nil {

@@ -21,7 +21,6 @@ import (
 	"github.com/skiff-sh/skiff/actors/kubelet"
 	"github.com/skiff-sh/skiff/actors/kubelet/kubelettest"
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
-	"github.com/skiff-sh/skiff/actors/kubelet/runtime/crilog"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
@@ -34,7 +33,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	crilog.RunIfLogger() // the fixture node's container logger is this binary (kubelettest)
 	code := m.Run()
 	if node != nil {
 		node.Close()

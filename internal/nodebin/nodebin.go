@@ -1,5 +1,5 @@
 // Package nodebin makes the skiff binary carry what a node runs besides itself, as k3s's one
-// binary does: the containerd daemon, its runc shim, the shim's logging binary and the CNI plugins are entries of this
+// binary does: the containerd daemon, its runc shim and the CNI plugins are entries of this
 // binary, picked by the name it is started as. Install puts one symlink per entry in a
 // directory that the agent puts first on PATH, where containerd looks for its shim and go-cni
 // for its plugins.
@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/skiff-sh/skiff/actors/kubelet/runtime/crilog"
 	"github.com/skiff-sh/skiff/internal/cniplugins"
 )
 
@@ -24,7 +23,6 @@ const envEntry = "SKIFF_ENTRY"
 var entries = map[string]func() int{
 	"containerd":              containerdMain,
 	"containerd-shim-runc-v2": shimMain,
-	crilog.LoggerName:         crilog.LoggerMain,
 }
 
 func init() {
@@ -107,22 +105,11 @@ func Carry(dir string) (string, error) {
 // CarryBinary is Carry with the links to exe, another skiff binary (tests use one built
 // without the race detector, which would slow every daemon and shim).
 func CarryBinary(exe, dir string) (string, error) {
-	return CarryEntries(exe, dir, Names()...)
-}
-
-// CarryEntries is CarryBinary with only the named entries: a fixture on the host's containerd
-// carries the container logger alone, so the host's daemon and shim stay first on PATH.
-func CarryEntries(exe, dir string, names ...string) (string, error) {
-	for _, n := range names {
-		if _, ok := entries[n]; !ok {
-			return "", fmt.Errorf("%q is not an entry of the node binary", n)
-		}
-	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
 	}
-	if err := install(exe, dir, names); err != nil {
+	if err := install(exe, dir, Names()); err != nil {
 		return "", fmt.Errorf("node binaries in %s: %w", dir, err)
 	}
 	path := os.Getenv("PATH")

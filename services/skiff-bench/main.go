@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skiff-sh/skiff/actors/kubelet/runtime/crilog"
 	"github.com/skiff-sh/skiff/actors/scheduler/framework"
 	"github.com/skiff-sh/skiff/services/skiff-bench/apibench"
 	"github.com/skiff-sh/skiff/services/skiff-bench/dnsbench"
@@ -30,7 +29,6 @@ type suite struct {
 }
 
 func main() {
-	crilog.RunIfLogger() // the kubelet suite's container logger is this binary (kubelettest)
 	only := flag.String("only", "", "comma-separated suites to run (default: all)")
 	var system systembench.Options
 	flag.IntVar(&system.Nodes, "system-nodes", 5000, "system suite: simulated nodes")

@@ -5,12 +5,10 @@ package nodebintest
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 
-	"github.com/skiff-sh/skiff/actors/kubelet/runtime/crilog"
 	"github.com/skiff-sh/skiff/internal/nodebin"
 )
 
@@ -25,17 +23,4 @@ func Carry(dir string) (string, error) {
 		return "", fmt.Errorf("build skiff: %v\n%s", err, out)
 	}
 	return nodebin.CarryBinary(exe, filepath.Join(dir, "bin"))
-}
-
-// CarryLogger links this process's own executable as the container logger
-// (crilog.LoggerName) into dir, first on PATH, for a fixture on the host's containerd: the
-// shim starts the logger by that name, so the process must call nodebin.Run first thing (a
-// test package's TestMain). It saves building skiff where only the logger is needed.
-func CarryLogger(dir string) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	_, err = nodebin.CarryEntries(self, dir, crilog.LoggerName)
-	return err
 }

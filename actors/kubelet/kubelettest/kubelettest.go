@@ -15,7 +15,6 @@ import (
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 	"github.com/skiff-sh/skiff/internal/ocibuild"
-	"github.com/skiff-sh/skiff/testkit/nodebintest"
 )
 
 // Image is the name the httpecho image is imported under.
@@ -62,11 +61,6 @@ func StartNode(ctx context.Context) (n *Node, err error) {
 	}
 	images := filepath.Join(n.Root, "images")
 	if err := BuildImage(images); err != nil {
-		return nil, err
-	}
-	// The host's containerd and shim, and this process as the shim's container logger: its
-	// main must call crilog.RunIfLogger first.
-	if err := nodebintest.CarryLogger(filepath.Join(n.Root, "bin")); err != nil {
 		return nil, err
 	}
 	if n.Daemon, err = kruntime.StartContainerd(ctx, n.Root); err != nil {

@@ -5,21 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"go.opentelemetry.io/otel/attribute"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/skiff-sh/skiff/actors/kubelet/runtime/crilog"
 )
 
 // ContainerConfig is one container of a pod, with Kubernetes semantics:
@@ -61,8 +57,8 @@ type Container struct {
 
 // StartContainer creates and starts a container in the sandbox: the pod's
 // network namespace, hostname and shared /etc files, cgroup limits from its
-// resources, and stdout+stderr appended to LogPath in the CRI log format by the shim's
-// logging binary (so logging survives an agent restart). Starting an attempt that is already running
+// resources, and stdout+stderr appended to LogPath in the CRI log format by this runtime,
+// from FIFOs the shim holds (so logging resumes after an agent restart). Starting an attempt that is already running
 // returns it.
 func (r *Runtime) StartContainer(ctx context.Context, sb *Sandbox, c ContainerConfig) (*Container, error) {
 	if c.Name == "" || c.Image == "" {
@@ -153,10 +149,9 @@ func (r *Runtime) startTask(ctx context.Context, cont containerd.Container, podU
 		sio.close()
 		return nil, fmt.Errorf("create task: %w", err)
 	}
-	// The shim has its ends now; the task's deletion releases ours (deleteTask).
-	if sio.output != nil {
-		go r.copyTerminalLog(cont.ID(), sio.output, sio.cfg.Stdout, logPath)
-	}
+	// The shim has its ends now; the copy ends when the shim closes them (deleteTask waits).
+	sio.release()
+	r.copyLog(cont.ID(), logPath, sio.outputs)
 	if sio.stdin != nil {
 		r.keepStdin(cont.ID(), &stdinPipe{w: sio.stdin, path: sio.cfg.Stdin, once: c.StdinOnce, tty: c.TTY})
 	}
@@ -350,24 +345,7 @@ func (r *Runtime) deleteTask(ctx context.Context, c containerd.Container) error 
 	if _, err := task.Delete(ctx, containerd.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("delete task %s: %w", c.ID(), err)
 	}
+	// The shim is gone and its FIFO ends with it: the copy reads what is left, then ends.
+	r.drainLog(ctx, c.ID())
 	return nil
-}
-
-// criLogger has the shim start the node binary's CRI logger (crilog.LoggerMain) on the
-// container's output. binary-v2 makes the shim wait for the logger's ready signal, so a
-// logger that cannot open its file fails the start instead of running a container whose
-// output goes nowhere.
-func criLogger(logPath string) (string, error) {
-	bin, err := exec.LookPath(crilog.LoggerName)
-	if err != nil {
-		return "", fmt.Errorf("the container logger %s is not on PATH (the node binary's entries): %w", crilog.LoggerName, err)
-	}
-	if bin, err = filepath.Abs(bin); err != nil {
-		return "", err
-	}
-	uri, err := cio.LogURIGenerator("binary-v2", bin, map[string]string{crilog.LoggerPathArg: logPath})
-	if err != nil {
-		return "", err
-	}
-	return uri.String(), nil
 }

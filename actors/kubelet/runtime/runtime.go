@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,9 +85,9 @@ type Runtime struct {
 	// stdins hold the write end of each stdin container's FIFO, by container id.
 	stdinMu sync.Mutex
 	stdins  map[string]*stdinPipe
-	// terminals are the log copies of terminal containers' output, by container id.
-	termMu    sync.Mutex
-	terminals map[string]io.Closer
+	// logCopies are the copies of containers' output into their logs, by container id.
+	logMu     sync.Mutex
+	logCopies map[string]*logCopy
 }
 
 // New connects to containerd (starting it when Options.Socket is empty) and
@@ -134,17 +133,17 @@ func New(ctx context.Context, o Options) (*Runtime, error) {
 		r.stopDaemon()
 		return nil, fmt.Errorf("connect containerd: %w", err)
 	}
-	if err := r.resumeTerminalLogs(ctx); err != nil {
+	if err := r.resumeLogs(ctx); err != nil {
 		_ = r.Close()
-		return nil, fmt.Errorf("resume terminal logs: %w", err)
+		return nil, fmt.Errorf("resume container logs: %w", err)
 	}
 	return r, nil
 }
 
 // Close disconnects; a daemon started by New is stopped (its containers keep
-// running in their shims). Terminal output waits in its FIFOs for the next runtime (New).
+// running in their shims). Their output waits in its FIFOs for the next runtime (New).
 func (r *Runtime) Close() error {
-	r.stopTerminalLogs()
+	r.stopLogs()
 	err := r.client.Close()
 	r.stopDaemon()
 	return err

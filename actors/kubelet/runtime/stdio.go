@@ -8,25 +8,38 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/fifo"
+	"golang.org/x/sys/unix"
 
 	"github.com/skiff-sh/skiff/actors/kubelet/runtime/crilog"
 )
 
-// A container's init process is wired as the CRI wires it: its output goes to the log file
-// in the CRI format, through the logger the shim starts, so logging outlives an agent restart; with stdin it reads a FIFO whose
-// write end this runtime holds open (closing it is the process's EOF); with a terminal the
-// shim's console copier writes only to a FIFO, so the runtime copies that FIFO to the log (the
-// shim keeps the FIFO open both ways, so output waits in it while the agent restarts).
+// A container's init process is wired as containerd's CRI plugin wires it: its stdout and
+// stderr (a terminal: its one output) go to FIFOs that this runtime copies into the log file in
+// the CRI format, so no process per container does it. The shim holds each FIFO open both ways
+// while the process runs, so output waits in it while the agent restarts and the next runtime
+// resumes the copy (New). With stdin it reads a FIFO whose write end this runtime holds open
+// (closing it is the process's EOF).
+
+// pipeSize is what an output FIFO buffers while no runtime copies it (an agent restart), so
+// a chatty container does not block on the default 64 KiB. The kernel takes the pages as
+// output arrives, not up front; containerd leaves the default.
+const pipeSize = 1 << 20
+
+// output is the read end of one output FIFO of a container.
+type output struct {
+	stream, path string
+	r            io.ReadCloser
+}
 
 // stdio are the open ends of one container's FIFOs, until the task starts or fails to.
 type stdio struct {
-	cfg    cio.Config
-	stdin  io.WriteCloser // write end of the stdin FIFO; nil without stdin
-	output io.ReadCloser  // read end of the terminal's output FIFO; nil without a terminal
+	cfg     cio.Config
+	stdin   io.WriteCloser // write end of the stdin FIFO; nil without stdin
+	outputs []output
+	holds   []int // fds keeping each output pipe, and the size set on it, until the shim opens it
 }
 
 // shimIO hands the shim a configuration; the runtime copies nothing through containerd's client.
@@ -41,13 +54,22 @@ func (s *stdio) creator() cio.Creator {
 	return func(string) (cio.IO, error) { return shimIO{s.cfg}, nil }
 }
 
+// release drops the holds once the shim has its ends (or will never open them).
+func (s *stdio) release() {
+	for _, fd := range s.holds {
+		_ = unix.Close(fd)
+	}
+	s.holds = nil
+}
+
 // close releases what the runtime holds when the task did not start.
 func (s *stdio) close() {
+	s.release()
 	if s.stdin != nil {
 		_ = s.stdin.Close()
 	}
-	if s.output != nil {
-		_ = s.output.Close()
+	for _, o := range s.outputs {
+		_ = o.r.Close()
 	}
 }
 
@@ -55,26 +77,39 @@ func (r *Runtime) fifoPath(podUID, id, stream string) string {
 	return filepath.Join(r.podDir(podUID), "io", id+"."+stream)
 }
 
+// outputStreams are the output FIFOs of a container: a terminal has one stream, whose records
+// are stdout's as the CRI writes them.
+func outputStreams(tty bool) []string {
+	if tty {
+		return []string{crilog.Stdout}
+	}
+	return []string{crilog.Stdout, crilog.Stderr}
+}
+
 // openStdio makes the FIFOs container id needs and opens the runtime's ends of them. The
 // opens do not wait for the shim: the FIFO library completes them when it opens its side.
-func (r *Runtime) openStdio(podUID, id, logPath string, stdin, tty bool) (*stdio, error) {
-	logURI, err := criLogger(logPath)
-	if err != nil {
-		return nil, err
-	}
-	s := &stdio{cfg: cio.Config{Stdout: logURI, Stderr: logURI, Terminal: tty}}
-	if !stdin && !tty {
-		return s, nil
-	}
+func (r *Runtime) openStdio(podUID, id, logPath string, stdin, tty bool) (_ *stdio, err error) {
+	s := &stdio{cfg: cio.Config{Terminal: tty}}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
 	if err := os.MkdirAll(filepath.Dir(r.fifoPath(podUID, id, "")), 0o700); err != nil {
 		return nil, err
 	}
 	// A FIFO left by an earlier try of this attempt would hand the shim stale ends.
-	for _, stream := range []string{"stdin", "stdout"} {
+	for _, stream := range []string{"stdin", crilog.Stdout, crilog.Stderr} {
 		if err := os.Remove(r.fifoPath(podUID, id, stream)); err != nil && !os.IsNotExist(err) {
 			return nil, err
 		}
 	}
+	// The log exists from the start, even for a container that never writes.
+	f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	_ = f.Close()
 	// The FIFOs live as long as the container, not as long as this call.
 	ctx := context.Background()
 	if stdin {
@@ -83,84 +118,27 @@ func (r *Runtime) openStdio(podUID, id, logPath string, stdin, tty bool) (*stdio
 			return nil, fmt.Errorf("stdin fifo: %w", err)
 		}
 	}
-	if tty {
-		// The log exists from the start, as the shim's own file output makes it.
-		f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	for _, stream := range outputStreams(tty) {
+		path := r.fifoPath(podUID, id, stream)
+		out, err := fifo.OpenFifo(ctx, path, syscall.O_RDONLY|syscall.O_CREAT|syscall.O_NONBLOCK, 0o600)
 		if err != nil {
-			s.close()
-			return nil, err
+			return nil, fmt.Errorf("%s fifo: %w", stream, err)
 		}
-		_ = f.Close()
-		s.cfg.Stdout, s.cfg.Stderr = r.fifoPath(podUID, id, "stdout"), ""
-		if s.output, err = fifo.OpenFifo(ctx, s.cfg.Stdout, syscall.O_RDONLY|syscall.O_CREAT|syscall.O_NONBLOCK, 0o600); err != nil {
-			s.close()
-			return nil, fmt.Errorf("terminal fifo: %w", err)
+		s.outputs = append(s.outputs, output{stream: stream, path: path, r: out})
+		// The FIFO library opens its end only when the shim opens the other, and a pipe's size
+		// lasts only while an end is open: hold one from here.
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("%s fifo: %w", stream, err)
 		}
+		s.holds = append(s.holds, fd)
+		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, pipeSize) // best effort: the default still works
+	}
+	s.cfg.Stdout = s.outputs[0].path
+	if !tty {
+		s.cfg.Stderr = s.outputs[1].path
 	}
 	return s, nil
-}
-
-// copyTerminalLog appends a terminal's output to the log until the shim closes its FIFO (the
-// process exited), then removes the FIFO; or until the runtime closes, leaving the FIFO for
-// the next one to resume.
-func (r *Runtime) copyTerminalLog(id string, output io.ReadCloser, fifoPath, logPath string) {
-	r.termMu.Lock()
-	if r.terminals == nil {
-		r.terminals = map[string]io.Closer{}
-	}
-	r.terminals[id] = output
-	r.termMu.Unlock()
-	defer func() {
-		r.termMu.Lock()
-		delete(r.terminals, id)
-		r.termMu.Unlock()
-		_ = output.Close()
-	}()
-	f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		_, _ = io.Copy(io.Discard, output) // never block the terminal on a log that cannot open
-		return
-	}
-	defer f.Close()
-	// A terminal has one stream: its records are stdout's, as the CRI writes them.
-	if err := crilog.NewFile(f, time.Now).Copy(crilog.Stdout, output); err == nil {
-		_ = os.Remove(fifoPath)
-	}
-}
-
-// stopTerminalLogs ends this runtime's copies; the output waits in the FIFOs.
-func (r *Runtime) stopTerminalLogs() {
-	r.termMu.Lock()
-	defer r.termMu.Unlock()
-	for _, c := range r.terminals {
-		_ = c.Close()
-	}
-}
-
-// resumeTerminalLogs restarts the copy of each running terminal container's output, which
-// ended with the agent that ran it.
-func (r *Runtime) resumeTerminalLogs(ctx context.Context) error {
-	ctx = r.ctx(ctx)
-	all, err := r.client.Containers(ctx, `labels."`+labelTTY+`"==true`)
-	if err != nil {
-		return err
-	}
-	for _, c := range all {
-		info, err := c.Info(ctx)
-		if err != nil {
-			continue
-		}
-		path := r.fifoPath(info.Labels[labelPodUID], c.ID(), "stdout")
-		if _, err := os.Stat(path); err != nil || !r.IsRunning(ctx, c.ID()) {
-			continue
-		}
-		out, err := fifo.OpenFifo(context.Background(), path, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			continue
-		}
-		go r.copyTerminalLog(c.ID(), out, path, info.Labels[labelLogPath])
-	}
-	return nil
 }
 
 // stdinPipe is the write end of one container's stdin, shared by its attached clients.
