@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,7 +40,9 @@ exec %q
 	suffix := randHex(2)
 	opts.Namespace, opts.Bridge = "skiffcni-"+suffix, "skc"+suffix
 	opts.Root = filepath.Join(f.root, "cni-"+suffix)
-	opts.PodCIDR = fmt.Sprintf("10.214.%d.0/24", 1+int(suffix[0])%200)
+	// A range of its own (the kubelet package's tests use 10.214/16 at the same time), from
+	// the suffix's value, not its first character.
+	opts.PodCIDR = fmt.Sprintf("10.215.%d.0/24", 1+int(hexValue(suffix))%250)
 	opts.CNIBinDir = bin
 	ctx := context.Background()
 	rt, err := New(ctx, opts)
@@ -50,6 +53,7 @@ exec %q
 	t.Cleanup(func() {
 		_ = rt.StopSandbox(ctx, uid)
 		_ = rt.Close()
+		_ = exec.Command("ip", "link", "del", opts.Bridge).Run() // else its route outlives it
 	})
 
 	if _, err := rt.RunSandbox(ctx, SandboxConfig{PodUID: uid, PodName: "cni"}); err == nil || !strings.Contains(err.Error(), "injected failure") {

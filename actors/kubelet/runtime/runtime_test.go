@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -111,7 +112,7 @@ func (f *fixture) setup() {
 		Namespace: "skifftest-" + suffix,
 		Root:      filepath.Join(f.root, "node"),
 		Bridge:    "skt" + suffix,
-		PodCIDR:   fmt.Sprintf("10.213.%d.0/24", 1+int(suffix[0])%200),
+		PodCIDR:   fmt.Sprintf("10.213.%d.0/24", 1+int(hexValue(suffix))%250),
 		CNIBinDir: bin,
 	}
 	if f.rt, f.err = New(ctx, f.opts); f.err != nil {
@@ -815,4 +816,10 @@ func reservation(t *testing.T, f *fixture, sb *Sandbox) string {
 		t.Fatalf("IPAM has no reservation for %s: %v", sb.IP, err)
 	}
 	return ipFile
+}
+
+// hexValue is the number a randHex string spells.
+func hexValue(s string) uint64 {
+	n, _ := strconv.ParseUint(s, 16, 64)
+	return n
 }
