@@ -50,7 +50,11 @@ func (r *Runtime) copyLog(id, logPath string, outputs []output) {
 		var wg sync.WaitGroup
 		for _, o := range outputs {
 			wg.Go(func() {
-				err := file.Copy(o.stream, o.r)
+				copyOut := file.Copy
+				if o.terminal {
+					copyOut = file.CopyAsRead
+				}
+				err := copyOut(o.stream, o.r)
 				_ = o.r.Close()
 				if err == nil {
 					_ = os.Remove(o.path)
@@ -122,7 +126,7 @@ func (r *Runtime) resumeLogs(ctx context.Context) error {
 			if err != nil {
 				continue // copied to its end already
 			}
-			outputs = append(outputs, output{stream: stream, path: path, r: out})
+			outputs = append(outputs, output{stream: stream, path: path, r: out, terminal: info.Labels[labelTTY] == "true"})
 		}
 		if len(outputs) > 0 {
 			r.copyLog(c.ID(), info.Labels[labelLogPath], outputs)

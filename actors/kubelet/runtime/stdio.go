@@ -32,6 +32,7 @@ const pipeSize = 1 << 20
 type output struct {
 	stream, path string
 	r            io.ReadCloser
+	terminal     bool // a terminal's: copied as read, so a prompt reaches attached clients
 }
 
 // stdio are the open ends of one container's FIFOs, until the task starts or fails to.
@@ -124,7 +125,7 @@ func (r *Runtime) openStdio(podUID, id, logPath string, stdin, tty bool) (_ *std
 		if err != nil {
 			return nil, fmt.Errorf("%s fifo: %w", stream, err)
 		}
-		s.outputs = append(s.outputs, output{stream: stream, path: path, r: out})
+		s.outputs = append(s.outputs, output{stream: stream, path: path, r: out, terminal: tty})
 		// The FIFO library opens its end only when the shim opens the other, and a pipe's size
 		// lasts only while an end is open: hold one from here.
 		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)

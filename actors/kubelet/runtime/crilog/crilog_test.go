@@ -246,3 +246,48 @@ func readLine(t *testing.T, r *bufio.Reader, want string) {
 		t.Fatalf("no %q within 10s of following", want)
 	}
 }
+
+// A terminal's prompt ends no line: CopyAsRead records it as soon as it is read, where Copy
+// waits for the newline; kubectl logs reads the joined line either way.
+func TestCopyAsReadRecordsAnOpenLineAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- crilog.NewFile(out, clock()).CopyAsRead(crilog.Stdout, pr) }()
+	if _, err := io.WriteString(pw, "$ "); err != nil {
+		t.Fatal(err)
+	}
+	want := "2026-12-05T01:00:00Z stdout P $ \n"
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(path)
+		if string(b) == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the prompt's record: %q, want %q before the line ends", b, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, _ = io.WriteString(pw, "ls\nbin\n")
+	_ = pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	l, err := crilog.Open(path, &logs.LogOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Copy(context.Background(), func(context.Context) (bool, error) { return false, nil }, &got, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != "$ ls\nbin\n" {
+		t.Fatalf("kubectl logs of it: %q, want the joined lines", got.String())
+	}
+}

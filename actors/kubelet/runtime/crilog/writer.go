@@ -8,6 +8,7 @@ package crilog
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"sync"
@@ -59,6 +60,32 @@ func (f *File) Copy(stream string, src io.Reader) error {
 			f.record(stream, tagPartial, line) // full buffer, or the end without a newline
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return errors.Join(err, f.writeErr())
+		}
+	}
+}
+
+// CopyAsRead writes src's output as each read returns it: its complete lines as full records
+// and a line still open at the end of the read at once, as a partial record. A terminal's
+// prompt ends no line, and a client attached to the terminal must see it before the user
+// types; the log reads the same either way (a partial record joins the next).
+func (f *File) CopyAsRead(stream string, src io.Reader) error {
+	buf := make([]byte, MaxLineSize)
+	for {
+		n, err := src.Read(buf)
+		for data := buf[:n]; len(data) > 0; {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				f.record(stream, tagPartial, data)
+				break
+			}
+			f.record(stream, tagFull, data[:i])
+			data = data[i+1:]
+		}
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = nil
 			}
