@@ -185,19 +185,6 @@ func (s *Server) servePodPortForward(w http.ResponseWriter, r *http.Request, k *
 	s.servePortForward(w, r, pod)
 }
 
-// positiveInt is the query parameter name as a number above zero, 0 when absent.
-func positiveInt(info requestInfo, name string) (int64, error) {
-	v := info.query.Get(name)
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, badRequest("%s: %q must be a whole number greater than 0", name, v)
-	}
-	return n, nil
-}
-
 // isStreamUpgrade says whether r asks for a WebSocket or SPDY stream.
 func isStreamUpgrade(r *http.Request) bool {
 	return wsstream.IsWebSocketRequest(r) || httpstream.IsUpgradeRequest(r)

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
@@ -31,13 +32,7 @@ func SplitKey(key string) (namespace, name string) {
 }
 
 // MustKind looks a served kind up by resource; it panics on a typo (a programming error).
-func MustKind(group, resource string) *schemas.Kind {
-	k, ok := schemas.ByResource(group, "v1", resource)
-	if !ok {
-		panic("controllerkit: unknown resource " + group + "/" + resource)
-	}
-	return k
-}
+func MustKind(group, resource string) *schemas.Kind { return informer.MustKind(group, resource) }
 
 // Meta returns obj's metadata (every stored kind has it).
 func Meta(obj runtime.Object) metav1.Object {
