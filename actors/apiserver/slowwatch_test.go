@@ -99,6 +99,11 @@ func liveHeapBytes() uint64 {
 	return least
 }
 
+// registeredWatchers is how many watchers the in-process logs hand events to.
+func registeredWatchers(t *testing.T) float64 {
+	return testutil.Metric(t, "skiff_statelog_watchers", nil)
+}
+
 // stalledWatch opens a watch over a socket with a 4 KiB receive buffer that is never read.
 func stalledWatch(t *testing.T, host, path string) net.Conn {
 	t.Helper()
@@ -159,6 +164,7 @@ func TestWatchersThatNeverReadAreDropped(t *testing.T) {
 	}
 
 	goroutines0 := runtime.NumGoroutine()
+	watchers0 := registeredWatchers(t)
 	baseRate, rvs := writeUpdates(t, ctx, cms, update, baseWrites)
 
 	u, err := url.Parse(cp.URL())
@@ -172,9 +178,13 @@ func TestWatchersThatNeverReadAreDropped(t *testing.T) {
 	}
 	fillRate, more := writeUpdates(t, ctx, cms, update, writes)
 	rvs = append(rvs, more...)
-	// The server let go of the stalled watches while their clients still do not read: their
-	// handlers returned, so no goroutine per stalled watch is left.
+	// The server let go of the stalled watches while their clients still do not read: the log
+	// no longer hands them events, and their handlers returned, so no goroutine per stalled
+	// watch is left.
 	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if n := registeredWatchers(t); n > watchers0 {
+			return fmt.Errorf("%.0f watchers registered, %.0f before the stalled ones", n, watchers0)
+		}
 		if g := runtime.NumGoroutine(); g > goroutines0+stalled/5 {
 			return fmt.Errorf("%d goroutines, %d before the stalled watchers", g, goroutines0)
 		}
@@ -202,12 +212,10 @@ func TestWatchersThatNeverReadAreDropped(t *testing.T) {
 		c.Close()
 	}
 	heapClosed := liveHeapBytes()
+	// The heap is logged, not asserted: the control plane's own allocations move it by
+	// megabytes under a loaded machine, more than dropped watchers could hold.
 	t.Logf("writes/s: %.0f before, %.0f while %d watchers that never read filled up, %.0f once they were dropped; heap %d MB with them stalled, %d MB once closed",
 		baseRate, fillRate, stalled, stalledRate, heapStalled>>20, heapClosed>>20)
-	// What a stalled watch still holds once dropped: a few KiB at most.
-	if held := int64(heapStalled) - int64(heapClosed); held > stalled*32<<10 {
-		t.Errorf("the %d stalled watchers still held %d KiB", stalled, held>>10)
-	}
 	if stalledRate < baseRate/2 {
 		t.Errorf("writes slowed from %.0f/s to %.0f/s beside watchers that never read", baseRate, stalledRate)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -16,40 +15,15 @@ import (
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
-// metric sums the series of a metric family whose labels pass keep.
-func metric(t *testing.T, name string, keep func(labels map[string]string) bool) float64 {
-	t.Helper()
-	fams, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, f := range fams {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if keep(labels) {
-				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
 // hintMoves counts the pods that cluster events sent back from the unschedulable pool.
 func hintMoves(t *testing.T) float64 {
-	return metric(t, "skiff_scheduler_queue_incoming_pods_total", func(l map[string]string) bool {
+	return testutil.Metric(t, "skiff_scheduler_queue_incoming_pods_total", func(l map[string]string) bool {
 		return l["queue"] != "unschedulable" && (strings.HasPrefix(l["event"], "Node") || strings.HasPrefix(l["event"], "AssignedPod"))
 	})
 }
 
 func nodeEventsHandled(t *testing.T) float64 {
-	return metric(t, "skiff_scheduler_informer_events_total", func(l map[string]string) bool { return l["resource"] == "nodes" })
+	return testutil.Metric(t, "skiff_scheduler_informer_events_total", func(l map[string]string) bool { return l["resource"] == "nodes" })
 }
 
 func waitForNodeEvents(t *testing.T, atLeast float64) {
@@ -105,7 +79,7 @@ func TestAnUnschedulablePodWaitsForANodeItFitsNotForHeartbeats(t *testing.T) {
 	if got := hintMoves(t) - moves; got != 0 {
 		t.Fatalf("heartbeats moved %v pods out of the unschedulable pool", got)
 	}
-	if n := metric(t, "skiff_scheduler_pending_pods", func(l map[string]string) bool { return l["queue"] == "unschedulable" }); n != 1 {
+	if n := testutil.Metric(t, "skiff_scheduler_pending_pods", func(l map[string]string) bool { return l["queue"] == "unschedulable" }); n != 1 {
 		t.Fatalf("%v pods in the unschedulable pool, want 1", n)
 	}
 

@@ -73,7 +73,7 @@ func (l *Log) deliverBlocked(ev *Event, blocked []*Watcher) {
 // dropSlow ends a watcher that cannot keep up.
 func (l *Log) dropSlow(w *Watcher) {
 	l.view.mu.Lock()
-	delete(l.view.watchers, w)
+	l.view.removeWatcher(w)
 	l.view.mu.Unlock()
 	w.finish(ErrTooSlow)
 	watchersTooSlow.Inc()

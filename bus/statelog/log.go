@@ -276,7 +276,7 @@ func (l *Log) Close() error {
 	v := l.view
 	v.mu.Lock()
 	for w := range v.watchers {
-		delete(v.watchers, w)
+		v.removeWatcher(w)
 		w.finish(ErrClosed)
 	}
 	v.mu.Unlock()

@@ -14,6 +14,8 @@ var (
 		"Events a view let go of to keep its history within its byte bound (watches from before them get 410 Gone).").WithLabelValues()
 	watchLag = metrics.Histogram("skiff_statelog_watch_lag_seconds",
 		"Time from a write being stored in the stream until its event is handed to a watcher.").WithLabelValues()
+	watchersRegistered = metrics.Gauge("skiff_statelog_watchers",
+		"Watchers a view is handing events to (kube-apiserver's apiserver_registered_watchers).").WithLabelValues()
 	watchersTooSlow = metrics.Counter("skiff_statelog_watchers_too_slow_total",
 		"Watchers ended because their buffer stayed full; their clients resume from the last revision they got.").WithLabelValues()
 )

@@ -54,6 +54,19 @@ func newView(historyLimit int64) *view {
 	}
 }
 
+// addWatcher and removeWatcher keep the watcher set and its gauge together; call under mu.
+func (v *view) addWatcher(w *Watcher) {
+	v.watchers[w] = struct{}{}
+	watchersRegistered.Inc()
+}
+
+func (v *view) removeWatcher(w *Watcher) {
+	if _, ok := v.watchers[w]; ok {
+		delete(v.watchers, w)
+		watchersRegistered.Dec()
+	}
+}
+
 // eventOverhead approximates what an event costs besides its key and values: the Event in
 // the history slice and its header map.
 const eventOverhead = 160

@@ -46,7 +46,7 @@ func (w *Watcher) Err() error {
 // Stop ends the watch.
 func (w *Watcher) Stop() {
 	w.v.mu.Lock()
-	delete(w.v.watchers, w)
+	w.v.removeWatcher(w)
 	w.v.mu.Unlock()
 	w.finish(nil)
 }
@@ -157,7 +157,7 @@ func (l *Log) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watche
 	default:
 		w.start = v.rev
 	}
-	v.watchers[w] = struct{}{}
+	v.addWatcher(w)
 	v.mu.Unlock()
 	go w.run(ctx)
 	return w, nil
