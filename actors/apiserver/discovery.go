@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"runtime"
 	"sort"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -170,12 +169,4 @@ func subresource(k *schemas.Kind, sub string) metav1.APIResource {
 		res.Verbs = metav1.Verbs{"get"}
 	}
 	return res
-}
-
-// apiPath is the URL prefix of a group/version: "api/v1" or "apis/apps/v1".
-func apiPath(gv schema.GroupVersion) string {
-	if gv.Group == "" {
-		return "api/" + gv.Version
-	}
-	return strings.Join([]string{"apis", gv.Group, gv.Version}, "/")
 }

@@ -5,7 +5,6 @@
 package proxy
 
 import (
-	"fmt"
 	"log/slog"
 	"maps"
 	"net/netip"
@@ -238,8 +237,6 @@ func (p *Proxy) Dump() ([]lb.ServiceDump, error) {
 	// Between incarnations (or closed under us) the pins hold the truth.
 	return lb.DumpPinned(p.cfg.PinDir)
 }
-
-func (p *Proxy) String() string { return fmt.Sprintf("proxy(%s)", p.cfg.NodeName) }
 
 // ServiceDump is one programmed Service port as the kernel maps hold it.
 type ServiceDump = lb.ServiceDump

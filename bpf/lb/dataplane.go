@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -156,22 +155,6 @@ func (d *Dataplane) Attach(cgroupPath string) error {
 	}
 	d.links[path] = ls
 	return nil
-}
-
-// Detach removes the hooks from one cgroup attached earlier.
-func (d *Dataplane) Detach(cgroupPath string) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	path := filepath.Clean(cgroupPath)
-	ls, ok := d.links[path]
-	if !ok {
-		return fmt.Errorf("lb: %s is not attached", path)
-	}
-	delete(d.links, path)
-	if d.pinPath != "" {
-		return errors.Join(UnpinLinks(ls), CloseLinks(ls), os.RemoveAll(d.linkDir(path)))
-	}
-	return CloseLinks(ls)
 }
 
 // ProgramIDs returns the kernel IDs of the loaded programs (for diagnostics

@@ -204,25 +204,12 @@ func (c *Cluster) Index(name string) int {
 	return -1
 }
 
-// Stop shuts server i down (its store stays for Restart).
+// Stop shuts server i down; its store stays.
 func (c *Cluster) Stop(i int) {
 	if s := c.Servers[i]; s != nil {
 		s.Shutdown()
 		c.Servers[i] = nil
 	}
-}
-
-// Restart starts a stopped server i again on its store and route port.
-func (c *Cluster) Restart(i int) error {
-	if c.Servers[i] != nil {
-		return fmt.Errorf("natsserver: server %s is running", c.cfgs[i].ServerName)
-	}
-	s, err := Start(c.cfgs[i])
-	if err != nil {
-		return err
-	}
-	c.Servers[i] = s
-	return nil
 }
 
 // Shutdown stops every server and removes a temporary store.

@@ -1,7 +1,6 @@
 package serviceaccount
 
 import (
-	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -43,16 +42,6 @@ const UserPrefix = "system:serviceaccount:"
 
 // UserName is the user an account authenticates as.
 func UserName(namespace, name string) string { return UserPrefix + namespace + ":" + name }
-
-// SplitUserName undoes UserName.
-func SplitUserName(user string) (namespace, name string, ok bool) {
-	rest, ok := strings.CutPrefix(user, UserPrefix)
-	if !ok {
-		return "", "", false
-	}
-	namespace, name, ok = strings.Cut(rest, ":")
-	return namespace, name, ok && namespace != "" && name != "" && !strings.Contains(name, ":")
-}
 
 func (c Claims) public() jwt.Claims {
 	return jwt.Claims{
