@@ -202,8 +202,8 @@ func (d *Dataplane) release(remove bool) error {
 		}
 	}
 	if remove && d.pinPath != "" {
-		// Filters a previous Load attached to interfaces this one never did.
-		errs = append(errs, tcattach.RemoveFilters(FilterPrefix))
+		// What a previous Load attached to interfaces this one never did.
+		errs = append(errs, tcattach.DetachPinned(filepath.Join(d.pinPath, "links")), tcattach.RemoveFilters(FilterPrefix))
 	}
 	o := &d.objs
 	return errors.Join(append(errs, lb.Release(lb.Held{

@@ -66,7 +66,7 @@ func (d *Dataplane) Close() error { return d.objs.Close() }
 // Remove detaches every pinned link and tc filter and unpins the maps (the node is torn down).
 func (d *Dataplane) Remove() error {
 	d.Close()
-	err := tcattach.RemoveFilters(FilterPrefix)
+	err := errors.Join(tcattach.DetachPinned(filepath.Join(d.pinDir, "links")), tcattach.RemoveFilters(FilterPrefix))
 	return errors.Join(err, os.RemoveAll(d.pinDir))
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -169,7 +170,10 @@ func (a *Attachment) Close() error {
 // Detach removes the attachment for good, pinned or not.
 func (a *Attachment) Detach() error {
 	if a.mode == TCX {
-		err := a.link.Unpin()
+		err := a.link.Detach()
+		if a.hook.Pin != "" {
+			err = errors.Join(err, a.link.Unpin())
+		}
 		return errors.Join(err, a.link.Close())
 	}
 	return deleteFilter(a.hook)
@@ -185,9 +189,61 @@ func Forget(h Hook) error {
 	return errors.Join(err, deleteFilter(h))
 }
 
+// unpinLink detaches the link pinned at pin and removes the pin. The detach is explicit: a
+// link whose last reference goes is released by the kernel later, not at once.
 func unpinLink(pin string) error {
-	if err := os.Remove(pin); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("unpin %s: %w", pin, err)
+	l, err := link.LoadPinnedLink(pin, nil)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
 	}
-	return nil
+	if err != nil {
+		return fmt.Errorf("open pinned link %s: %w", pin, err)
+	}
+	defer l.Close()
+	if err := l.Detach(); err != nil && !errors.Is(err, unix.ENOLINK) {
+		return fmt.Errorf("detach pinned link %s: %w", pin, err)
+	}
+	return l.Unpin()
+}
+
+// DetachPinned detaches and unpins every link pinned in dir; a missing dir holds none.
+func DetachPinned(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		errs = append(errs, unpinLink(filepath.Join(dir, e.Name())))
+	}
+	return errors.Join(errs...)
+}
+
+// Programs lists the ids of the programs on one side of an interface: by tcx link and by
+// legacy filter, apart.
+func Programs(ifindex int, egress bool) (tcx, tc []ebpf.ProgramID, err error) {
+	at := ebpf.AttachTCXIngress
+	if egress {
+		at = ebpf.AttachTCXEgress
+	}
+	res, err := link.QueryPrograms(link.QueryOptions{Target: ifindex, Attach: at})
+	switch {
+	case err == nil:
+		for _, p := range res.Programs {
+			tcx = append(tcx, p.ID)
+		}
+	case !errors.Is(err, unix.EINVAL) && !errors.Is(err, ebpf.ErrNotSupported): // EINVAL: no tcx
+		return nil, nil, fmt.Errorf("query tcx programs of interface %d: %w", ifindex, err)
+	}
+	fs, err := Filters(ifindex, egress)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, f := range fs {
+		tc = append(tc, ebpf.ProgramID(f.ProgID))
+	}
+	return tcx, tc, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/skiff-sh/skiff/testkit/bpffstest"
 	"github.com/skiff-sh/skiff/testkit/vethns"
@@ -26,36 +25,21 @@ func classifier(t *testing.T) *ebpf.Program {
 	return p
 }
 
-func progID(t *testing.T, p *ebpf.Program) int {
+func progID(t *testing.T, p *ebpf.Program) ebpf.ProgramID {
 	t.Helper()
 	info, err := p.Info()
 	if err != nil {
 		t.Fatal(err)
 	}
 	id, _ := info.ID()
-	return int(id)
+	return id
 }
 
-// attached is the programs on one side of ifindex: tcx links' and legacy filters', apart.
-func attached(t *testing.T, ifindex int, egress bool) (tcx, tc []int) {
+func attached(t *testing.T, ifindex int, egress bool) (tcx, tc []ebpf.ProgramID) {
 	t.Helper()
-	at := ebpf.AttachTCXIngress
-	if egress {
-		at = ebpf.AttachTCXEgress
-	}
-	res, err := link.QueryPrograms(link.QueryOptions{Target: ifindex, Attach: at})
+	tcx, tc, err := Programs(ifindex, egress)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, p := range res.Programs {
-		tcx = append(tcx, int(p.ID))
-	}
-	fs, err := Filters(ifindex, egress)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fs {
-		tc = append(tc, f.ProgID)
 	}
 	return tcx, tc
 }
