@@ -57,7 +57,7 @@ func TestAttachedEnforcesInBothModes(t *testing.T) {
 			}
 			attach := func() *Dataplane {
 				t.Helper()
-				dp, err := loadMode(pin, m)
+				dp, err := LoadMode(pin, m)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -32,10 +32,11 @@ func Load(pinDir string) (*Dataplane, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	return loadMode(pinDir, mode)
+	return LoadMode(pinDir, mode)
 }
 
-func loadMode(pinDir string, mode tcattach.Mode) (*Dataplane, error) {
+// LoadMode is Load with the attach mode given instead of probed (tests of both modes).
+func LoadMode(pinDir string, mode tcattach.Mode) (*Dataplane, error) {
 	if err := os.MkdirAll(filepath.Join(pinDir, "links"), 0o700); err != nil {
 		return nil, fmt.Errorf("policy: pin path: %w", err)
 	}
