@@ -144,6 +144,7 @@ spec:
 	a.Start()
 	a.WaitRenewed(restarted, 60*time.Second)
 	expect("node A's agent restarted", "client 0/4, other 0/4, scraper 4/4")
+	wantAttachMode(t, a) // re-attached in place, not stacked
 	stillServes("agent restarted")
 
 	s, err := policy.ReadPinned(pinA)
@@ -171,8 +172,8 @@ spec:
 	c.waitPods("app=web", 1, 5*time.Second, nil)
 }
 
-// wantAttachMode checks that node n's pod veths (web's and other's) carry the policy programs
-// the way the agents were told to attach them: legacy tc filters under
+// wantAttachMode checks that node n's two pod veths (web's and other's) carry the policy
+// programs the way the agents were told to attach them: one legacy tc filter per side under
 // SKIFF_TEST_TC_LEGACY=1 (inherited by the agents), else tcx links and no filter.
 func wantAttachMode(t *testing.T, n *netnscluster.Node) {
 	t.Helper()
@@ -185,7 +186,7 @@ func wantAttachMode(t *testing.T, n *netnscluster.Node) {
 		t.Fatal(err)
 	}
 	legacy := os.Getenv(tcattach.ForceLegacyEnv) == "1"
-	if legacy && len(found) < 4 || !legacy && len(found) != 0 {
+	if legacy && len(found) != 4 || !legacy && len(found) != 0 {
 		t.Fatalf("node %s: %d legacy tc filters (legacy mode %v): %+v", n.Name, len(found), legacy, found)
 	}
 	t.Logf("node %s: %d legacy tc policy filters (legacy mode %v)", n.Name, len(found), legacy)
