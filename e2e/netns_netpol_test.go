@@ -73,7 +73,7 @@ func TestNetnsNetworkPolicy(t *testing.T) {
 		t.Logf("%s: %s", step, want)
 	}
 	expect("no policy", "client 4/4, other 4/4, scraper 4/4")
-	wantAttachMode(t, a)
+	wantAttachMode(t, a, policy.FilterPrefix, 4) // web's and other's veths, both sides
 
 	kept, err := dialFrom(from["client"], target, 2*time.Second)
 	if err != nil {
@@ -144,7 +144,7 @@ spec:
 	a.Start()
 	a.WaitRenewed(restarted, 60*time.Second)
 	expect("node A's agent restarted", "client 0/4, other 0/4, scraper 4/4")
-	wantAttachMode(t, a) // re-attached in place, not stacked
+	wantAttachMode(t, a, policy.FilterPrefix, 4) // re-attached in place, not stacked
 	stillServes("agent restarted")
 
 	s, err := policy.ReadPinned(pinA)
@@ -172,24 +172,24 @@ spec:
 	c.waitPods("app=web", 1, 5*time.Second, nil)
 }
 
-// wantAttachMode checks that node n's two pod veths (web's and other's) carry the policy
-// programs the way the agents were told to attach them: one legacy tc filter per side under
-// SKIFF_TEST_TC_LEGACY=1 (inherited by the agents), else tcx links and no filter.
-func wantAttachMode(t *testing.T, n *netnscluster.Node) {
+// wantAttachMode checks that node n carries its programs named with prefix the way the agents
+// were told to attach them: legacyFilters legacy tc filters under SKIFF_TEST_TC_LEGACY=1
+// (inherited by the agents), else tcx links and no filter.
+func wantAttachMode(t *testing.T, n *netnscluster.Node, prefix string, legacyFilters int) {
 	t.Helper()
 	var found []tcattach.Found
 	err := inNetns("/run/netns/"+n.Netns, func() (err error) {
-		found, err = tcattach.FindFilters(policy.FilterPrefix)
+		found, err = tcattach.FindFilters(prefix)
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	legacy := os.Getenv(tcattach.ForceLegacyEnv) == "1"
-	if legacy && len(found) != 4 || !legacy && len(found) != 0 {
-		t.Fatalf("node %s: %d legacy tc filters (legacy mode %v): %+v", n.Name, len(found), legacy, found)
+	if legacy && len(found) != legacyFilters || !legacy && len(found) != 0 {
+		t.Fatalf("node %s: %d legacy tc filters %s* (legacy mode %v): %+v", n.Name, len(found), prefix, legacy, found)
 	}
-	t.Logf("node %s: %d legacy tc policy filters (legacy mode %v)", n.Name, len(found), legacy)
+	t.Logf("node %s: %d legacy tc filters %s* (legacy mode %v)", n.Name, len(found), prefix, legacy)
 }
 
 // inNetns runs fn on a thread inside the network namespace at path.
