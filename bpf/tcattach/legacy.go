@@ -64,8 +64,8 @@ func replaceFilter(h Hook, prog *ebpf.Program) error {
 	return nil
 }
 
-// deleteFilter removes h's filter if it is there, and the clsact qdisc once no filter is left
-// on either side. An interface that is gone, or has no clsact, has nothing to remove.
+// deleteFilter removes h's filter if it is there, then the clsact qdisc if that left it with
+// no filter on either side. An interface that is gone, or has no clsact, has nothing to remove.
 func deleteFilter(h Hook) error {
 	fs, err := Filters(h.Ifindex, h.Egress)
 	if err != nil {
@@ -79,9 +79,10 @@ func deleteFilter(h Hook) error {
 			if err := netlink.FilterDel(h.filter(0)); err != nil && !gone(err) {
 				return fmt.Errorf("delete tc filter %s: %w", h.Name, err)
 			}
+			return dropEmptyClsact(h.Ifindex)
 		}
 	}
-	return dropEmptyClsact(h.Ifindex)
+	return nil
 }
 
 func dropEmptyClsact(ifindex int) error {
