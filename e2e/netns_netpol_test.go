@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/netpol"
 	"github.com/skiff-sh/skiff/bpf/policy"
+	"github.com/skiff-sh/skiff/bpf/tcattach"
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/testkit/echoapp"
 	"github.com/skiff-sh/skiff/testkit/netnscluster"
@@ -71,6 +73,7 @@ func TestNetnsNetworkPolicy(t *testing.T) {
 		t.Logf("%s: %s", step, want)
 	}
 	expect("no policy", "client 4/4, other 4/4, scraper 4/4")
+	wantAttachMode(t, a, policy.FilterPrefix, 4) // web's and other's veths, both sides
 
 	kept, err := dialFrom(from["client"], target, 2*time.Second)
 	if err != nil {
@@ -141,6 +144,7 @@ spec:
 	a.Start()
 	a.WaitRenewed(restarted, 60*time.Second)
 	expect("node A's agent restarted", "client 0/4, other 0/4, scraper 4/4")
+	wantAttachMode(t, a, policy.FilterPrefix, 4) // re-attached in place, not stacked
 	stillServes("agent restarted")
 
 	s, err := policy.ReadPinned(pinA)
@@ -166,6 +170,50 @@ spec:
 	})
 	// The kubelet's probes (from the node) were admitted throughout: web stayed Ready.
 	c.waitPods("app=web", 1, 5*time.Second, nil)
+}
+
+// wantAttachMode checks that node n carries its programs named with prefix the way the agents
+// were told to attach them: legacyFilters legacy tc filters under SKIFF_TEST_TC_LEGACY=1
+// (inherited by the agents), else tcx links and no filter.
+func wantAttachMode(t *testing.T, n *netnscluster.Node, prefix string, legacyFilters int) {
+	t.Helper()
+	var found []tcattach.Found
+	err := inNetns("/run/netns/"+n.Netns, func() (err error) {
+		found, err = tcattach.FindFilters(prefix)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := os.Getenv(tcattach.ForceLegacyEnv) == "1"
+	if legacy && len(found) != legacyFilters || !legacy && len(found) != 0 {
+		t.Fatalf("node %s: %d legacy tc filters %s* (legacy mode %v): %+v", n.Name, len(found), prefix, legacy, found)
+	}
+	t.Logf("node %s: %d legacy tc filters %s* (legacy mode %v)", n.Name, len(found), prefix, legacy)
+}
+
+// inNetns runs fn on a thread inside the network namespace at path.
+func inNetns(path string, fn func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return err
+	}
+	defer orig.Close()
+	target, err := netns.GetFromPath(path)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	if err := netns.Set(target); err != nil {
+		return err
+	}
+	err = fn()
+	if serr := netns.Set(orig); serr != nil {
+		panic("cannot return to the test's netns: " + serr.Error()) // this thread must not run anything else
+	}
+	return err
 }
 
 // tryApply creates the manifest's objects, returning the first error.
@@ -204,26 +252,14 @@ func (c *cluster) podPid(n *netnscluster.Node, pod string) uint32 {
 
 // dialFrom opens a TCP connection from inside the network namespace of process pid: the
 // socket is the pod's, its packets leave through the pod's veth.
-func dialFrom(pid uint32, addr string, timeout time.Duration) (net.Conn, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		return nil, err
-	}
-	defer orig.Close()
-	target, err := netns.GetFromPid(int(pid))
-	if err != nil {
-		return nil, err
-	}
-	defer target.Close()
-	if err := netns.Set(target); err != nil {
-		return nil, err
-	}
-	d := net.Dialer{Timeout: timeout}
-	conn, err := d.Dial("tcp", addr)
-	if serr := netns.Set(orig); serr != nil {
-		panic("cannot return to the test's netns: " + serr.Error()) // this thread must not run anything else
+func dialFrom(pid uint32, addr string, timeout time.Duration) (conn net.Conn, err error) {
+	nerr := inNetns(fmt.Sprintf("/proc/%d/ns/net", pid), func() error {
+		d := net.Dialer{Timeout: timeout}
+		conn, err = d.Dial("tcp", addr)
+		return nil
+	})
+	if nerr != nil {
+		return nil, nerr
 	}
 	return conn, err
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/skiff-sh/skiff/bpf/nodeport"
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/testkit/echoapp"
 	"github.com/skiff-sh/skiff/testkit/netnscluster"
@@ -68,6 +69,7 @@ func TestNetnsNodePortFromOutside(t *testing.T) {
 		return nil
 	})
 	t.Logf("outside host -> %s:%d (TCP) -> pod on %s within %v", b.IP, tcpPort, a.Name, elapsed(start))
+	wantAttachMode(t, b, nodeport.FilterPrefix, 2) // the node's eth0, both sides
 	testutil.Eventually(t, 10*time.Second, 200*time.Millisecond, func() error {
 		out, err := outside.Run(probe, "-udp-probe", fmt.Sprintf("%s:%d", b.IP, udpPort))
 		if err != nil {

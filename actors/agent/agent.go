@@ -118,8 +118,12 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if cfg.ClusterDomain == "" {
 		cfg.ClusterDomain = clusterdns.DefaultDomain
 	}
+	// Set before the kubelet starts, the only caller of the runtime's NetworkReady.
+	var policyEnforcer *netpol.Enforcer
 	rt, err := kruntime.New(ctx, kruntime.Options{Socket: cfg.ContainerdSocket, CNIBinDir: cfg.CNIBinDir, Root: filepath.Join(cfg.DataDir, "node"), PodCIDR: cfg.PodCIDR, Bridge: cfg.Bridge, Namespace: cfg.Namespace,
-		RegistryConfigDir: cfg.RegistryConfig})
+		RegistryConfigDir: cfg.RegistryConfig, NetworkReady: func(ctx context.Context, netnsPath string) error {
+			return policyEnforcer.Protect(ctx, netnsPath)
+		}})
 	if err != nil {
 		return nil, fmt.Errorf("container runtime: %w", err)
 	}
@@ -162,6 +166,9 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	kcfg := kubelet.Config{Log: cfg.Log, Informers: cfg.Informers, Client: cfg.Client, NodeName: cfg.NodeName, Runtime: rt, PodCIDR: cfg.PodCIDR,
 		NodeIP: cfg.NodeIP, RenewInterval: cfg.RenewInterval, PodsViaAPI: cfg.PodsViaAPI, DNS: dns, Logger: cfg.Logger}
 	kcfg.Pods = kubelet.PodInformer(kcfg) // shared with the proxy, which serves hostPorts
+	a.Policy = netpol.New(netpol.Config{Informers: cfg.Informers, NodeName: cfg.NodeName, Bridge: cfg.Bridge,
+		HostAddrs: hostAddrs(cfg), Logger: cfg.Logger})
+	policyEnforcer = a.Policy
 	if pid, err = cfg.Actors.Spawn("kubelet", kubelet.New(kcfg)); err != nil {
 		a.Stop()
 		return nil, err
@@ -196,8 +203,6 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.pids = append(a.pids, pid)
-	a.Policy = netpol.New(netpol.Config{Informers: cfg.Informers, NodeName: cfg.NodeName, Bridge: cfg.Bridge,
-		HostAddrs: hostAddrs(cfg), Logger: cfg.Logger})
 	if pid, err = cfg.Actors.Spawn("netpol", a.Policy.Producer()); err != nil {
 		a.Stop()
 		return nil, err

@@ -74,6 +74,7 @@ func (a *enforcerActor) load(ctx context.Context) *policy.Dataplane {
 	e := a.e
 	actorkit.Retry(ctx, 100*time.Millisecond, 10*time.Second, func() (err error) {
 		a.dp, err = e.open()
+		e.loaded(a.dp, err)
 		return err
 	}, func(err error) { e.cfg.Logger.Error("netpol dataplane", "node", e.cfg.NodeName, "err", err) })
 	return a.dp
@@ -118,6 +119,9 @@ func (a *enforcerActor) stop(cleanup bool) {
 		e.queue = nil
 	}
 	e.synced = false
+	if e.dp == a.dp {
+		e.dp = nil
+	}
 	e.mu.Unlock()
 	var err error
 	switch {

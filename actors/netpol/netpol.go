@@ -51,6 +51,8 @@ type Enforcer struct {
 	synced  bool
 	stats   Stats
 	lastErr map[string]string // pod key -> why its rules could not be computed
+	dp      *policy.Dataplane // the running incarnation's, for Protect
+	loadErr error             // why the last load failed
 }
 
 // programmed is what one local pod has in the maps.
@@ -62,11 +64,14 @@ type programmed struct {
 
 // Stats counts the enforcer's work since New.
 type Stats struct {
-	Syncs        int           // pod syncs
-	RuleWrites   int           // rule entries written
-	RuleDeletes  int           // rule entries deleted
-	Attached     int           // veths the programs were attached to
-	LastSyncTook time.Duration // the last pod sync's compute and map writes
+	Syncs       int // pod syncs
+	RuleWrites  int // rule entries written
+	RuleDeletes int // rule entries deleted
+	Attached    int // veths the programs were attached to
+	// AttachFailures are pod veths Protect could not attach to (each failed a sandbox).
+	AttachFailures int
+	Mode           string        // how the programs attach: "tcx", or "tc" (legacy) before Linux 6.6
+	LastSyncTook   time.Duration // the last pod sync's compute and map writes
 }
 
 // New prepares an enforcer; spawn Producer() on an actorkit.System to run it.

@@ -89,6 +89,8 @@ func (a *proxyActor) load(ctx context.Context) (*lb.Dataplane, *nodeport.Datapla
 	np, err := p.openExternal()
 	if err != nil {
 		p.cfg.Logger.Error("proxy: traffic from outside to node ports, LoadBalancers and hostPorts is not served on this node", "node", p.cfg.NodeName, "err", err)
+	} else if np != nil {
+		p.cfg.Logger.Info("proxy: node port programs attach by "+string(np.Mode()), "node", p.cfg.NodeName)
 	}
 	a.np = np
 	p.mu.Lock()

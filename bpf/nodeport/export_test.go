@@ -1,6 +1,10 @@
 package nodeport
 
-import "github.com/cilium/ebpf"
+import (
+	"github.com/cilium/ebpf"
+
+	"github.com/skiff-sh/skiff/bpf/tcattach"
+)
 
 // Programs exposes the ingress and egress programs to the tests (BPF_PROG_TEST_RUN).
 func Programs(d *Dataplane) (ingress, egress *ebpf.Program) {
@@ -44,4 +48,10 @@ func LeaveHalfDone(d *Dataplane, k Key, b Backend) error {
 	}
 	mk := memberKey(raw, b.raw())
 	return d.objs.NpMembers.Put(&mk, uint8(1))
+}
+
+// LoadMode is Load with the attach mode given instead of probed.
+func LoadMode(o Options, m tcattach.Mode) (*Dataplane, error) {
+	o.mode = m
+	return Load(o)
 }

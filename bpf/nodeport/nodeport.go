@@ -15,11 +15,11 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"github.com/skiff-sh/skiff/bpf/lb"
+	"github.com/skiff-sh/skiff/bpf/tcattach"
 )
 
 // Key is one address, port and protocol that outside traffic arrives at.
@@ -49,17 +49,20 @@ type Entry struct {
 
 // Options configure Load.
 type Options struct {
-	// PinPath is a directory on a bpffs: the maps and tc links are pinned there and a later
-	// Load adopts them, so a restarted proxy leaves no gap in outside traffic.
+	// PinPath is a directory on a bpffs: the maps and tcx links are pinned there (legacy tc
+	// filters stay on their interfaces) and a later Load adopts them, so a restarted proxy
+	// leaves no gap in outside traffic.
 	PinPath string
+	mode    tcattach.Mode // tests: the attach mode instead of the probed one
 }
 
 // Dataplane owns the programs, maps and links. Its methods are safe for concurrent use.
 type Dataplane struct {
 	mu      sync.Mutex
 	objs    npObjects
-	links   map[string][]link.Link // by interface name
+	links   map[string][]*tcattach.Attachment // by interface name
 	pinPath string
+	mode    tcattach.Mode
 	closed  bool
 }
 
@@ -88,7 +91,12 @@ func Load(o Options) (*Dataplane, error) {
 		}
 		opts = &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: o.PinPath}}
 	}
-	d := &Dataplane{links: map[string][]link.Link{}, pinPath: o.PinPath}
+	if o.mode == "" {
+		if o.mode, err = tcattach.Detect(); err != nil {
+			return nil, fmt.Errorf("nodeport: %w", err)
+		}
+	}
+	d := &Dataplane{links: map[string][]*tcattach.Attachment{}, pinPath: o.PinPath, mode: o.mode}
 	if err := spec.LoadAndAssign(&d.objs, opts); err != nil {
 		return nil, fmt.Errorf("nodeport: load: %w", err)
 	}
@@ -102,10 +110,10 @@ func Load(o Options) (*Dataplane, error) {
 	return d, nil
 }
 
-// Attach puts the ingress and egress programs on an interface with tcx links (kernel 6.6),
-// which sit beside any other tc program there (NetworkPolicy's on pod interfaces, a CNI's)
-// instead of replacing it. With a PinPath, links pinned by an earlier Load are switched to
-// this Load's programs in place.
+// Attach puts the ingress and egress programs on an interface: tcx links (kernel 6.6), which
+// sit beside any other tc program there (a CNI's) instead of replacing it, or else legacy tc
+// filters at their own priority. With a PinPath, what an earlier Load attached there is
+// switched to this Load's programs in place.
 func (d *Dataplane) Attach(ifname string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -119,53 +127,46 @@ func (d *Dataplane) Attach(ifname string) error {
 	if err != nil {
 		return err
 	}
-	var ls []link.Link
+	var as []*tcattach.Attachment
 	for _, h := range []struct {
-		name string
-		prog *ebpf.Program
-		at   ebpf.AttachType
-	}{{"ingress", d.objs.SkiffNpIngress, ebpf.AttachTCXIngress}, {"egress", d.objs.SkiffNpEgress, ebpf.AttachTCXEgress}} {
-		l, err := d.attachOne(iface, ifname+"-"+h.name, h.prog, h.at)
+		name   string
+		prog   *ebpf.Program
+		egress bool
+	}{{"ingress", d.objs.SkiffNpIngress, false}, {"egress", d.objs.SkiffNpEgress, true}} {
+		hook := tcattach.Hook{Ifindex: iface, Egress: h.egress, Name: FilterPrefix + "-" + h.name, Priority: filterPriority}
+		if d.pinPath != "" {
+			hook.Pin = filepath.Join(d.pinPath, "links", ifname+"-"+h.name)
+			err = os.MkdirAll(filepath.Dir(hook.Pin), 0o700)
+		}
+		var a *tcattach.Attachment
+		if err == nil {
+			a, err = tcattach.Attach(d.mode, hook, h.prog)
+		}
 		if err != nil {
-			_ = lb.CloseLinks(ls)
+			_ = closeAll(as)
 			return fmt.Errorf("nodeport: attach %s %s: %w", ifname, h.name, err)
 		}
-		ls = append(ls, l)
+		as = append(as, a)
 	}
-	d.links[ifname] = ls
+	d.links[ifname] = as
 	return nil
 }
 
-func (d *Dataplane) attachOne(ifindex int, name string, prog *ebpf.Program, at ebpf.AttachType) (link.Link, error) {
-	opts := link.TCXOptions{Interface: ifindex, Program: prog, Attach: at}
-	if d.pinPath == "" {
-		return link.AttachTCX(opts)
+// FilterPrefix begins the names of the legacy tc filters.
+const FilterPrefix = "skiff-nodeport"
+
+// filterPriority runs the filters first on an interface (NetworkPolicy's are on pod veths).
+const filterPriority = 1
+
+// Mode is how Attach attaches the programs.
+func (d *Dataplane) Mode() tcattach.Mode { return d.mode }
+
+func closeAll(as []*tcattach.Attachment) error {
+	var errs []error
+	for _, a := range as {
+		errs = append(errs, a.Close())
 	}
-	pin := filepath.Join(d.pinPath, "links", name)
-	if l, err := link.LoadPinnedLink(pin, nil); err == nil {
-		if info, err := l.Info(); err == nil && info.TCX() != nil && int(info.TCX().Ifindex) == ifindex {
-			if err := l.Update(prog); err != nil {
-				l.Close()
-				return nil, fmt.Errorf("update pinned link: %w", err)
-			}
-			return l, nil
-		}
-		// The interface was made again: its old link is gone with it.
-		_ = l.Unpin()
-		l.Close()
-	}
-	if err := os.MkdirAll(filepath.Dir(pin), 0o700); err != nil {
-		return nil, err
-	}
-	l, err := link.AttachTCX(opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.Pin(pin); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("pin link: %w", err)
-	}
-	return l, nil
+	return errors.Join(errs...)
 }
 
 func netInterface(name string) (int, error) {
@@ -190,13 +191,26 @@ func (d *Dataplane) release(remove bool) error {
 		return nil
 	}
 	d.closed = true
+	var errs []error
+	for _, as := range d.links {
+		for _, a := range as {
+			if remove {
+				errs = append(errs, a.Detach())
+			} else {
+				errs = append(errs, a.Close())
+			}
+		}
+	}
+	if remove && d.pinPath != "" {
+		// What a previous Load attached to interfaces this one never did.
+		errs = append(errs, tcattach.DetachPinned(filepath.Join(d.pinPath, "links")), tcattach.RemoveFilters(FilterPrefix))
+	}
 	o := &d.objs
-	return lb.Release(lb.Held{
-		Links:   d.links,
+	return errors.Join(append(errs, lb.Release(lb.Held{
 		Pinned:  []*ebpf.Map{o.NpServices, o.NpBackends, o.NpMembers, o.NpCt, o.NpRev},
 		PinDir:  d.pinPath,
 		Closers: []io.Closer{o},
-	}, remove)
+	}, remove))...)
 }
 
 var errClosed = errors.New("nodeport: dataplane is closed")

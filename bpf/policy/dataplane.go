@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/skiff-sh/skiff/bpf/tcattach"
 )
 
 // Dataplane is the loaded programs with their maps (pinned under PinDir, so a restarted
@@ -19,10 +21,22 @@ import (
 type Dataplane struct {
 	objs   netpolObjects
 	pinDir string
+	mode   tcattach.Mode
+	mu     sync.Mutex // one Attach or Forget at a time: the veth watcher's and a sandbox's
 }
 
 // Load loads the programs and creates or adopts the maps pinned in pinDir, a bpffs directory.
+// The programs are attached with tcx where the kernel has it, else with legacy tc.
 func Load(pinDir string) (*Dataplane, error) {
+	mode, err := tcattach.Detect()
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return LoadMode(pinDir, mode)
+}
+
+// LoadMode is Load with the attach mode given instead of probed (tests of both modes).
+func LoadMode(pinDir string, mode tcattach.Mode) (*Dataplane, error) {
 	if err := os.MkdirAll(filepath.Join(pinDir, "links"), 0o700); err != nil {
 		return nil, fmt.Errorf("policy: pin path: %w", err)
 	}
@@ -37,65 +51,59 @@ func Load(pinDir string) (*Dataplane, error) {
 	for _, m := range spec.Maps {
 		m.Pinning = ebpf.PinByName
 	}
-	d := &Dataplane{pinDir: pinDir}
+	d := &Dataplane{pinDir: pinDir, mode: mode}
 	if err := spec.LoadAndAssign(&d.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: pinDir}}); err != nil {
 		return nil, fmt.Errorf("policy: load: %w", err)
 	}
 	return d, nil
 }
 
-// Close releases this process's handles; pinned maps and links keep enforcing.
+// Mode is how Attach attaches the programs.
+func (d *Dataplane) Mode() tcattach.Mode { return d.mode }
+
+// Close releases this process's handles; pinned maps, links and tc filters keep enforcing.
 func (d *Dataplane) Close() error { return d.objs.Close() }
 
-// Remove detaches every pinned link and unpins the maps (the node is torn down).
+// Remove detaches every pinned link and tc filter and unpins the maps (the node is torn down).
 func (d *Dataplane) Remove() error {
 	d.Close()
-	return os.RemoveAll(d.pinDir)
+	err := errors.Join(tcattach.DetachPinned(filepath.Join(d.pinDir, "links")), tcattach.RemoveFilters(FilterPrefix))
+	return errors.Join(err, os.RemoveAll(d.pinDir))
 }
 
-func (d *Dataplane) linkPin(ifindex int, at ebpf.AttachType) string {
-	side := "in"
-	if at == ebpf.AttachTCXEgress {
-		side = "out"
+// FilterPrefix begins the names of the legacy tc filters, so they can be found on any veth.
+const FilterPrefix = "skiff-netpol"
+
+// filterPriority places the filters on a veth; NodePort's are on other interfaces.
+const filterPriority = 2
+
+// hooks are the two attachments on a pod's host-side veth: its tc ingress is what the pod
+// sends (its egress), its tc egress what it receives.
+func (d *Dataplane) hooks(ifindex int) [2]tcattach.Hook {
+	pin := func(side string) string { return filepath.Join(d.pinDir, "links", strconv.Itoa(ifindex)+"-"+side) }
+	return [2]tcattach.Hook{
+		{Ifindex: ifindex, Pin: pin("in"), Name: FilterPrefix + "-from-pod", Priority: filterPriority},
+		{Ifindex: ifindex, Egress: true, Pin: pin("out"), Name: FilterPrefix + "-to-pod", Priority: filterPriority},
 	}
-	return filepath.Join(d.pinDir, "links", strconv.Itoa(ifindex)+"-"+side)
 }
 
-// Attach puts both programs on a pod's host-side veth (tcx ingress: the pod's egress; tcx
-// egress: its ingress). A link pinned for the same interface is updated in place.
+// Attach puts both programs on a pod's host-side veth. What an earlier Attach left there (a
+// pinned link, a filter; of this process or a previous one) is switched to these programs.
 func (d *Dataplane) Attach(ifindex int) error {
-	for _, h := range []struct {
-		at   ebpf.AttachType
-		prog *ebpf.Program
-	}{{ebpf.AttachTCXIngress, d.objs.FromPod}, {ebpf.AttachTCXEgress, d.objs.ToPod}} {
-		pin := d.linkPin(ifindex, h.at)
-		if l, err := link.LoadPinnedLink(pin, nil); err == nil {
-			info, ierr := l.Info()
-			if ierr == nil && info.TCX() != nil && int(info.TCX().Ifindex) == ifindex {
-				err = l.Update(h.prog)
-				l.Close()
-				if err != nil {
-					return fmt.Errorf("policy: update link on %d: %w", ifindex, err)
-				}
-				continue
-			}
-			_ = l.Unpin() // its interface is gone (the index was reused)
-			l.Close()
-		}
-		l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: h.prog, Attach: h.at})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	hs := d.hooks(ifindex)
+	for i, prog := range []*ebpf.Program{d.objs.FromPod, d.objs.ToPod} {
+		a, err := tcattach.Attach(d.mode, hs[i], prog)
 		if err != nil {
-			return fmt.Errorf("policy: attach to interface %d: %w", ifindex, err)
+			return fmt.Errorf("policy: %w", err)
 		}
-		err = l.Pin(pin)
-		l.Close()
-		if err != nil {
-			return fmt.Errorf("policy: pin link: %w", err)
-		}
+		a.Close() // pinned or a filter: it stays
 	}
 	return nil
 }
 
-// Attached lists the interfaces with pinned links.
+// Attached lists the interfaces with pinned links (legacy filters go with their interface).
 func (d *Dataplane) Attached() ([]int, error) {
 	ents, err := os.ReadDir(filepath.Join(d.pinDir, "links"))
 	if err != nil {
@@ -114,9 +122,11 @@ func (d *Dataplane) Attached() ([]int, error) {
 
 // Forget unpins the links of an interface that is gone (its links went with it).
 func (d *Dataplane) Forget(ifindex int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var errs []error
-	for _, at := range []ebpf.AttachType{ebpf.AttachTCXIngress, ebpf.AttachTCXEgress} {
-		if err := os.Remove(d.linkPin(ifindex, at)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for _, h := range d.hooks(ifindex) {
+		if err := os.Remove(h.Pin); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

@@ -1,7 +1,7 @@
 // Package policy loads the NetworkPolicy eBPF programs (bpf/netpol.c), attaches them to the
-// host side of pods' veths with tcx, and reads and writes their pinned maps: which pods are
-// isolated in which direction, the peers and ports each may reach or be reached from, and
-// the connection tracking table.
+// host side of pods' veths (tcx links, or legacy tc filters before Linux 6.6: bpf/tcattach),
+// and reads and writes their pinned maps: which pods are isolated in which direction, the
+// peers and ports each may reach or be reached from, and the connection tracking table.
 package policy
 
 import (

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/netpol"
 	"github.com/skiff-sh/skiff/bpf/policy"
+	"github.com/skiff-sh/skiff/bpf/tcattach"
 )
 
 func newPolicy(_ *globals) *cobra.Command {
@@ -22,7 +24,10 @@ func newPolicy(_ *globals) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("reading %s (is the agent running on this node, and are you root?): %w", dir, err)
 			}
-			return writePolicyDump(cmd.OutOrStdout(), s)
+			if err := writePolicyDump(cmd.OutOrStdout(), s); err != nil {
+				return err
+			}
+			return writeAttachLine(cmd.OutOrStdout(), "policy programs", filepath.Join(dir, "links"), policy.FilterPrefix)
 		})
 	cmd.AddCommand(dump)
 	return cmd
@@ -86,6 +91,17 @@ func writePolicyDump(w io.Writer, s policy.State) error {
 	fmt.Fprintf(w, "tracked flows: %d; new flows allowed by policy: %d, unisolated: %d; packets denied: %d, of tracked flows: %d\n",
 		s.Tracked, s.Stats.Allowed, s.Stats.Unisolated, s.Stats.Denied, s.Stats.Tracked)
 	return nil
+}
+
+// writeAttachLine says how the programs sit on this node's interfaces (tcx links, or legacy
+// tc filters on a kernel before 6.6), counted where they are: pins and filters.
+func writeAttachLine(w io.Writer, what, linkDir, prefix string) error {
+	c, err := tcattach.Count(linkDir, prefix)
+	if err != nil {
+		return fmt.Errorf("counting %s attachments: %w", what, err)
+	}
+	_, err = fmt.Fprintf(w, "%s attached by: %s\n", what, c)
+	return err
 }
 
 func isolation(e policy.Endpoint) string {

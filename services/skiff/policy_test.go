@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/skiff-sh/skiff/bpf/policy"
+	"github.com/skiff-sh/skiff/bpf/tcattach"
 	"github.com/skiff-sh/skiff/testkit/bpffstest"
+	"github.com/skiff-sh/skiff/testkit/vethns"
 )
 
 // skiff policy dump reads the maps the policy actor pinned, with the actor gone.
@@ -37,15 +39,27 @@ func TestPolicyDumpReadsPinnedMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	dp.Close()
+	// The programs on a pod veth by legacy tc (a kernel without tcx), as the dump tells.
+	veth := vethns.New(t)
+	if dp, err = policy.LoadMode(pin, tcattach.Legacy); err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Remove()
 
 	cmd := newPolicy(&globals{})
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"dump", "--pin-dir", pin})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	veth.Do(t, veth.Node, func() {
+		if err := dp.Attach(veth.Index); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+	})
 	for _, want := range []string{
+		"policy programs attached by: tc (legacy clsact), 2 filters",
 		"10.88.0.5  ingress,egress  ingress    10.88.0.0/16  TCP/8080-8090,UDP/53",
 		"10.88.0.5  ingress,egress  ingress    10.88.1.0/24  <none>",
 		"10.88.0.6  egress          -          <none>        <none>",

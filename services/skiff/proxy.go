@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -28,7 +29,10 @@ func newProxy(_ *globals) *cobra.Command {
 			if err := writeProxyDump(cmd.OutOrStdout(), ds); err != nil {
 				return err
 			}
-			return writeExternalDump(cmd.OutOrStdout(), ext)
+			if err := writeExternalDump(cmd.OutOrStdout(), ext); err != nil {
+				return err
+			}
+			return writeAttachLine(cmd.OutOrStdout(), "\nnode port programs", filepath.Join(dir, "nodeport", "links"), nodeport.FilterPrefix)
 		})
 	cmd.AddCommand(dump)
 	return cmd

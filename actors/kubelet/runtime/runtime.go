@@ -35,6 +35,11 @@ type Options struct {
 	// (<dir>/<registry>/hosts.toml: mirrors, plain HTTP, CAs), so a node without the internet
 	// pulls from a mirror; empty: each registry as named (localhost over plain HTTP).
 	RegistryConfigDir string
+	// NetworkReady, when set, is called with the pod's network namespace once CNI ADD has
+	// wired it; an error fails the sandbox as a failed CNI ADD does (the network is torn
+	// down and RunSandbox returns the error). The node agent attaches NetworkPolicy's
+	// programs here, so no pod runs without them.
+	NetworkReady func(ctx context.Context, netnsPath string) error
 }
 
 const (

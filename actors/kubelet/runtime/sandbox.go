@@ -145,6 +145,11 @@ func (r *Runtime) startSandbox(ctx context.Context, c containerd.Container, sb *
 	if sb.IP, err = podIP(res); err != nil {
 		return err
 	}
+	if r.o.NetworkReady != nil {
+		if err := r.o.NetworkReady(ctx, sb.NetNSPath); err != nil {
+			return fmt.Errorf("pod network: %w", err)
+		}
+	}
 	if err := writePodFiles(sb, s); err != nil {
 		return err
 	}

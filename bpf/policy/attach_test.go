@@ -1,0 +1,115 @@
+package policy
+
+import (
+	"net"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/skiff-sh/skiff/bpf/tcattach"
+	"github.com/skiff-sh/skiff/testkit/bpffstest"
+	"github.com/skiff-sh/skiff/testkit/vethns"
+)
+
+// TestAttachedEnforcesInBothModes: the programs attached to a real veth (tcx links, then
+// legacy tc filters) decide real connections from the node to a pod; a second Load and
+// Attach (a restarted agent) keeps one attachment per side, now the new programs, and keeps
+// enforcing; Remove detaches them and the pod is reachable again.
+func TestAttachedEnforcesInBothModes(t *testing.T) {
+	for _, m := range []tcattach.Mode{tcattach.TCX, tcattach.Legacy} {
+		t.Run(string(m), func(t *testing.T) {
+			pin := filepath.Join(bpffstest.Mount(t), "node")
+			p := vethns.New(t)
+			target := netip.AddrPortFrom(p.PodAddr, 8080).String()
+			var ln net.Listener
+			p.Do(t, p.Pod, func() {
+				var err error
+				if ln, err = net.Listen("tcp", target); err != nil {
+					t.Fatal(err)
+				}
+			})
+			defer ln.Close()
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+			connects := func(step string, want bool) {
+				t.Helper()
+				var err error
+				p.Do(t, p.Node, func() {
+					var c net.Conn
+					if c, err = net.DialTimeout("tcp", target, time.Second); err == nil {
+						c.Close()
+					}
+				})
+				if (err == nil) != want {
+					t.Fatalf("%s: connect to %s: %v, want success %v", step, target, err, want)
+				}
+			}
+			attach := func() *Dataplane {
+				t.Helper()
+				dp, err := LoadMode(pin, m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Do(t, p.Node, func() {
+					if err := dp.Attach(p.Index); err != nil {
+						t.Fatal(err)
+					}
+				})
+				return dp
+			}
+			must := func(err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			dp := attach()
+			connects("not isolated", true)
+			must(dp.SetEndpoint(p.PodAddr, Endpoint{Ingress: true}))
+			connects("isolated", false)
+			allow := RuleKey{Pod: p.PodAddr, Dir: Ingress, Peer: netip.PrefixFrom(p.NodeAddr, 32)}
+			must(dp.SetRule(allow, []PortRange{{Proto: ProtoTCP, Lo: 8080, Hi: 8080}}))
+			connects("allowed", true)
+			must(dp.DeleteRule(allow))
+			must(dp.Close())
+
+			dp = attach()
+			connects("isolated, after a second Load and Attach", false)
+			p.Do(t, p.Node, func() {
+				for _, side := range []struct {
+					egress bool
+					prog   *ebpf.Program
+				}{{false, dp.objs.FromPod}, {true, dp.objs.ToPod}} {
+					tcx, tc, err := tcattach.Programs(p.Index, side.egress)
+					must(err)
+					info, err := side.prog.Info()
+					must(err)
+					id, _ := info.ID()
+					got := map[tcattach.Mode][]ebpf.ProgramID{tcattach.TCX: tcx, tcattach.Legacy: tc}
+					if len(tcx)+len(tc) != 1 || !slices.Equal(got[m], []ebpf.ProgramID{id}) {
+						t.Fatalf("egress %v after re-attach: tcx %v, tc %v; want only the new program %d by %s", side.egress, tcx, tc, id, m)
+					}
+				}
+				must(dp.Remove())
+				for _, egress := range []bool{false, true} {
+					if tcx, tc, err := tcattach.Programs(p.Index, egress); err != nil || len(tcx)+len(tc) != 0 {
+						t.Fatalf("after Remove: tcx %v, tc %v (%v)", tcx, tc, err)
+					}
+				}
+			})
+			connects("removed", true)
+		})
+	}
+}
