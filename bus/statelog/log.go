@@ -79,7 +79,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		keyBase:  cfg.Prefix + ".k",
 		filters:  filters,
 		markSubj: cfg.Prefix + ".m." + metaMark,
-		view:     newView(cfg.HistoryBytes),
+		view:     newView(cfg.HistoryBytes, cfg.PackValues),
 		stop:     make(chan struct{}),
 	}
 	l.own.keys = map[string]uint64{}

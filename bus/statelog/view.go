@@ -10,8 +10,9 @@ import (
 )
 
 type item struct {
-	key string
-	e   Entry
+	key    string
+	e      Entry
+	packed bool // e.Value is packed (Config.PackValues): read it through view.entry
 }
 
 func lessItem(a, b *item) bool { return a.key < b.key }
@@ -36,6 +37,8 @@ type view struct {
 	// compaction mark: the compaction plan still needs it (compactPlan).
 	trimmed     uint64
 	trimmedKeys map[string]trimmedWrite
+
+	packer *packer // nil: live values are kept as written
 }
 
 type trimmedWrite struct {
@@ -43,8 +46,8 @@ type trimmedWrite struct {
 	del bool
 }
 
-func newView(historyLimit int64) *view {
-	return &view{
+func newView(historyLimit int64, pack bool) *view {
+	v := &view{
 		live:         btree.NewG(32, lessItem),
 		tombs:        map[string]uint64{},
 		watchers:     map[*Watcher]struct{}{},
@@ -52,6 +55,10 @@ func newView(historyLimit int64) *view {
 		historyLimit: historyLimit,
 		trimmedKeys:  map[string]trimmedWrite{},
 	}
+	if pack {
+		v.packer = newPacker()
+	}
+	return v
 }
 
 // addWatcher and removeWatcher keep the watcher set and its gauge together; call under mu.
@@ -138,13 +145,14 @@ func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header
 		}
 		v.live.Delete(prev)
 		v.tombs[key] = seq
-		ev = Event{Type: EventDelete, Key: key, Rev: seq, Value: prev.e.Value, PrevRev: prev.e.Rev, PrevValue: prev.e.Value, Header: h, Time: at}
+		old := v.entry(prev).Value
+		ev = Event{Type: EventDelete, Key: key, Rev: seq, Value: old, PrevRev: prev.e.Rev, PrevValue: old, Header: h, Time: at}
 	} else {
 		delete(v.tombs, key)
-		v.live.ReplaceOrInsert(&item{key: key, e: Entry{Key: key, Rev: seq, Value: value, Header: h}})
+		v.live.ReplaceOrInsert(v.newItem(key, seq, value, h))
 		ev = Event{Type: EventPut, Key: key, Rev: seq, Value: value, Header: h, Time: at}
 		if had {
-			ev.PrevRev, ev.PrevValue = prev.e.Rev, prev.e.Value
+			ev.PrevRev, ev.PrevValue = prev.e.Rev, v.entry(prev).Value
 		}
 	}
 	v.appendHistory(ev)
@@ -219,7 +227,7 @@ func (v *view) get(key string) (Entry, uint64, bool) {
 	if !ok {
 		return Entry{}, v.rev, false
 	}
-	return it.e, v.rev, true
+	return v.entry(it), v.rev, true
 }
 
 // state tells what the view knows of key: live rev, or tombstone rev.
@@ -244,7 +252,7 @@ func (v *view) listLocked(prefix string) []Entry {
 		if !strings.HasPrefix(it.key, prefix) {
 			return false
 		}
-		out = append(out, it.e)
+		out = append(out, v.entry(it))
 		return true
 	})
 	return out
