@@ -55,9 +55,11 @@ func Join(ctx context.Context, natsURL, name string, auth ...NATSAuth) (*Member,
 // JoinReading is Join keeping only what r says of the log.
 func JoinReading(ctx context.Context, natsURL, name string, r Reads, auth ...NATSAuth) (*Member, error) {
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
-	// A member serves no API: its informers are the view's only readers, they decode each event
-	// once and relist seldom, so the view packs its values and keeps a short history.
-	logCfg := statelog.Config{ReadOnly: true, DropHeaders: r.Untraced, PackValues: true, HistoryBytes: MemberHistoryBytes}
+	// A member serves no API: its informers are the view's only readers. They decode each event
+	// once and relist seldom, so the view packs its values; they watch from snapshots of their
+	// own, so its history starts at Open and is short.
+	logCfg := statelog.Config{ReadOnly: true, DropHeaders: r.Untraced, PackValues: true, HistoryBytes: MemberHistoryBytes,
+		HistoryFromOpen: true}
 	for _, k := range r.Kinds {
 		logCfg.Only = append(logCfg.Only, schemas.StoragePrefix(k, ""))
 	}

@@ -1,6 +1,7 @@
 package statelog
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -94,5 +95,53 @@ func TestPackedValuesReadBackAsWritten(t *testing.T) {
 	}
 	if ev := next(t, ws); ev.Type != EventDelete || string(ev.Value) != string(svcJSON(8)) || ev.PrevRev != revs[8] {
 		t.Fatalf("delete event: %+v", ev)
+	}
+}
+
+// A view whose history starts at Open answers a watch from before it with ErrExpired, and one
+// from its own revision with every later event; the events it replayed are not kept.
+func TestHistoryFromOpen(t *testing.T) {
+	e := newEnv(t)
+	w := e.open(Config{})
+	first, err := w.Create(ctx(t), "core/services/bench/a", svcJSON(1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Create(ctx(t), "core/services/bench/b", svcJSON(2), nil); err != nil {
+		t.Fatal(err)
+	}
+	r := e.open(Config{ReadOnly: true, PackValues: true, HistoryFromOpen: true})
+	if err := r.WaitForRev(ctx(t), w.Rev()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Watch(ctx(t), "core/services/", WatchOptions{FromRev: first}); !errors.Is(err, ErrExpired) {
+		t.Fatalf("watch from %d, before Open: %v, want ErrExpired", first, err)
+	}
+	r.view.mu.RLock()
+	kept := len(r.view.history)
+	r.view.mu.RUnlock()
+	if kept != 0 {
+		t.Fatalf("the view kept %d replayed events", kept)
+	}
+	ws, err := r.Watch(ctx(t), "core/services/", WatchOptions{FromRev: r.Rev()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Stop()
+	rev, err := w.Create(ctx(t), "core/services/bench/c", svcJSON(3), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, ws); ev.Key != "core/services/bench/c" || ev.Rev != rev || string(ev.Value) != string(svcJSON(3)) {
+		t.Fatalf("event after Open: %+v", ev)
+	}
+	// The history now holds what came after Open: a watch from Open's revision replays it.
+	again, err := r.Watch(ctx(t), "core/services/", WatchOptions{FromRev: rev - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Stop()
+	if ev := next(t, again); ev.Rev != rev {
+		t.Fatalf("replayed event: %+v", ev)
 	}
 }

@@ -74,6 +74,10 @@ type Config struct {
 	// List and the previous values of events then unpack them. A small HistoryBytes goes with
 	// it: the history keeps its events' values as written.
 	PackValues bool
+	// HistoryFromOpen: the history starts at the revision Open replayed to, for readers whose
+	// watches all start from a snapshot of their own (informers), which never read the
+	// replay's events; a watch from before it gets ErrExpired.
+	HistoryFromOpen bool
 }
 
 // Syncer puts the stream's acknowledged writes on stable storage.

@@ -46,16 +46,20 @@ type trimmedWrite struct {
 	del bool
 }
 
-func newView(historyLimit int64, pack bool) *view {
+func newView(cfg Config) *view {
 	v := &view{
 		live:         btree.NewG(32, lessItem),
 		tombs:        map[string]uint64{},
 		watchers:     map[*Watcher]struct{}{},
 		changed:      make(chan struct{}),
-		historyLimit: historyLimit,
-		trimmedKeys:  map[string]trimmedWrite{},
+		historyLimit: cfg.HistoryBytes,
 	}
-	if pack {
+	// Only a view that can plan a compaction (Compact refuses read-only and filtered ones)
+	// needs the writes its history let go of.
+	if !cfg.ReadOnly && len(cfg.Only) == 0 {
+		v.trimmedKeys = map[string]trimmedWrite{}
+	}
+	if cfg.PackValues {
 		v.packer = newPacker()
 	}
 	return v
@@ -97,14 +101,33 @@ func (v *view) appendHistory(ev Event) {
 	v.historyBytes += eventCost(&ev)
 	n := 0
 	for excess := v.historyBytes - v.historyLimit; excess > 0 && n < len(v.history); n++ {
-		old := &v.history[n]
-		excess -= eventCost(old)
-		v.trimmed = old.Rev
-		v.trimmedKeys[old.Key] = trimmedWrite{rev: old.Rev, del: old.Type == EventDelete}
+		excess -= eventCost(&v.history[n])
 	}
 	if n > 0 {
 		historyTrimmed.Add(float64(n))
-		v.dropHistory(n)
+		v.letGo(n)
+	}
+}
+
+// letGo forgets the n oldest events before compaction would: a watch must start after them,
+// and a compaction plan still counts their keys' writes.
+func (v *view) letGo(n int) {
+	for _, old := range v.history[:n] {
+		v.trimmed = old.Rev
+		if v.trimmedKeys != nil {
+			v.trimmedKeys[old.Key] = trimmedWrite{rev: old.Rev, del: old.Type == EventDelete}
+		}
+	}
+	v.dropHistory(n)
+}
+
+// startHistory lets go of every event in the history (Config.HistoryFromOpen).
+func (v *view) startHistory() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if n := len(v.history); n > 0 {
+		v.letGo(n)
+		v.history = nil // the emptied array too
 	}
 }
 
