@@ -10,17 +10,27 @@ import (
 )
 
 // packer keeps a view's live values compressed (Config.PackValues). Objects of one kind share
-// most of their bytes (field names, labels, defaults), so each kind's first value is kept as
-// an S2 dictionary that later values of the kind are encoded against: a Service's or an
-// EndpointSlice's JSON of ~900 bytes packs to ~100. A value is unpacked only when read back
-// (a snapshot, Get, List, the previous value of an update or delete event).
+// most of their bytes (field names, labels, defaults), so each kind's first values, up to
+// dictSeed bytes, become an S2 dictionary that its later values are encoded against: a
+// Service's or an EndpointSlice's JSON of ~900 bytes packs to ~100. A value is unpacked only
+// when read back (a snapshot, Get, List, the previous value of an update or delete event).
 type packer struct {
 	mu      sync.RWMutex
-	dicts   map[string]*s2.Dict // by kind: the key up to its second "/"
-	scratch []byte              // encode buffer; pack runs under the view's write lock
+	kinds   map[string]*kindDict // by kind: the key up to its second "/"
+	scratch []byte               // encode buffer; pack runs under the view's write lock
 }
 
-func newPacker() *packer { return &packer{dicts: map[string]*s2.Dict{}} }
+// kindDict is a kind's dictionary, or the values that will seed it.
+type kindDict struct {
+	seed []byte
+	dict *s2.Dict
+}
+
+// dictSeed is how much of a kind's first values its dictionary holds: several objects, so
+// that the cluster's own first ones (the kubernetes Service) do not make it alone.
+const dictSeed = 16 << 10
+
+func newPacker() *packer { return &packer{kinds: map[string]*kindDict{}} }
 
 // kindOf is the key's first two tokens ("core/services/" of "core/services/ns/name").
 func kindOf(key string) string {
@@ -38,25 +48,29 @@ func kindOf(key string) string {
 func (p *packer) dict(kind string) *s2.Dict {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	return p.dicts[kind]
+	if k := p.kinds[kind]; k != nil {
+		return k.dict
+	}
+	return nil
 }
 
-// pack returns value's packed form and whether it is packed; a value too short to seed its
-// kind's dictionary stays as it is. Call under the view's write lock.
+// pack returns value's packed form and whether it is packed; the values that seed their
+// kind's dictionary stay as they are. Call under the view's write lock.
 func (p *packer) pack(key string, value []byte) ([]byte, bool) {
 	kind := kindOf(key)
 	d := p.dict(kind)
 	if d == nil {
-		if len(value) < s2.MinDictSize {
-			return value, false
-		}
-		d = s2.MakeDict(bytes.Clone(value), nil)
-		if d == nil {
-			return value, false
-		}
 		p.mu.Lock()
-		p.dicts[kind] = d
-		p.mu.Unlock()
+		defer p.mu.Unlock()
+		k := p.kinds[kind]
+		if k == nil {
+			k = &kindDict{}
+			p.kinds[kind] = k
+		}
+		if k.seed = append(k.seed, value...); len(k.seed) >= dictSeed {
+			k.dict, k.seed = s2.MakeDict(k.seed, nil), nil
+		}
+		return value, false
 	}
 	if need := s2.MaxEncodedLen(len(value)); need > cap(p.scratch) {
 		p.scratch = make([]byte, need)

@@ -32,7 +32,7 @@ func TestPackedValuesReadBackAsWritten(t *testing.T) {
 		revs[i] = rev
 	}
 	if _, err := w.Create(ctx(t), "core/configmaps/bench/short", []byte("x"), nil); err != nil {
-		t.Fatal(err) // too short to seed its kind's dictionary: kept as written
+		t.Fatal(err) // its kind has too few bytes to seed a dictionary: kept as written
 	}
 	r := e.open(Config{ReadOnly: true, PackValues: true})
 	if err := r.WaitForRev(ctx(t), w.Rev()); err != nil {
