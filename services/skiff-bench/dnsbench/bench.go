@@ -147,7 +147,10 @@ func Run(w io.Writer, o Options) error {
 	}
 	fmt.Fprintf(w, "Load: %d queries in flight over UDP (closed loop), A for a random Service, %v per server, one server at a time on this host.\n"+
 		"RSS: each server's whole process after its load run (skiff dns: the DNS actor with its own NATS connection and informers,\n"+
-		"  which keep only the fields DNS reads). Live heap: the Go heap its last collection found live (GODEBUG=gctrace=1).\n"+
+		"  which keep only the fields DNS reads, over a state-log view of Services and EndpointSlices that keeps their values packed).\n"+
+		"  anon: the part of RSS that is not the executable's file pages (heap, stacks, runtime); the rest is the code and read-only\n"+
+		"  data its run touched, which for skiff dns is the multi-purpose skiff binary's (every linked package's init runs).\n"+
+		"  Live heap: the Go heap its last collection found live (GODEBUG=gctrace=1).\n"+
 		"DNS's share of a node agent: skiff dns on informers keeping whole objects (as a node agent's, shared with its proxy, do)\n"+
 		"  less the same process with those informers and no server: what running DNS adds to a node, against CoreDNS's whole process.\n"+
 		"Ready→answer: an endpoint's ready condition written through the API until the server's answer has its address (polled every ms).\n",
