@@ -42,6 +42,10 @@ type Reads struct {
 	Untraced bool
 }
 
+// MemberHistoryBytes bounds a member's event history: a watch resumes from it after a short
+// stall; one that fell further behind relists from the (packed) live values, locally.
+const MemberHistoryBytes = 2 << 20
+
 // Join connects to natsURL (as auth, if given), opens the state log read-only (only the
 // apiserver creates and writes it) and starts an actor system with the shared informers.
 func Join(ctx context.Context, natsURL, name string, auth ...NATSAuth) (*Member, error) {
@@ -51,7 +55,11 @@ func Join(ctx context.Context, natsURL, name string, auth ...NATSAuth) (*Member,
 // JoinReading is Join keeping only what r says of the log.
 func JoinReading(ctx context.Context, natsURL, name string, r Reads, auth ...NATSAuth) (*Member, error) {
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
-	logCfg := statelog.Config{ReadOnly: true, DropHeaders: r.Untraced}
+	// A member serves no API: its informers are the view's only readers. They decode each event
+	// once and relist seldom, so the view packs its values; they watch from snapshots of their
+	// own, so its history starts at Open and is short.
+	logCfg := statelog.Config{ReadOnly: true, DropHeaders: r.Untraced, PackValues: true, HistoryBytes: MemberHistoryBytes,
+		HistoryFromOpen: true}
 	for _, k := range r.Kinds {
 		logCfg.Only = append(logCfg.Only, schemas.StoragePrefix(k, ""))
 	}

@@ -1,6 +1,8 @@
 package informer
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,34 +40,32 @@ func OwnerUIDIndex(obj runtime.Object) []string {
 	return out
 }
 
-// indexes maps index name -> value -> set of storage keys, and remembers each key's values so an
-// update moves it without rescanning.
+// indexes maps index name -> value -> set of storage keys; an update refiles a key from its
+// old object's values to its new one's.
 type indexes struct {
 	funcs  map[string]IndexFunc
-	values map[string]map[string]map[string]struct{}
+	values map[string]map[string]keySet
 }
 
 func (x *indexes) init() {
 	x.funcs = map[string]IndexFunc{}
-	x.values = map[string]map[string]map[string]struct{}{}
+	x.values = map[string]map[string]keySet{}
 }
 
 func (x *indexes) add(name string, f IndexFunc, objects map[string]runtime.Object) {
 	x.funcs[name] = f
-	x.values[name] = map[string]map[string]struct{}{}
+	x.values[name] = map[string]keySet{}
 	for key, o := range objects {
 		x.file(name, key, o)
 	}
 }
 
 func (x *indexes) file(name, key string, obj runtime.Object) {
+	vals := x.values[name]
 	for _, v := range x.funcs[name](obj) {
-		set := x.values[name][v]
-		if set == nil {
-			set = map[string]struct{}{}
-			x.values[name][v] = set
-		}
-		set[key] = struct{}{}
+		set := vals[v]
+		set.add(key)
+		vals[v] = set
 	}
 }
 
@@ -73,11 +73,13 @@ func (x *indexes) file(name, key string, obj runtime.Object) {
 func (x *indexes) update(key string, old, obj runtime.Object) {
 	for name, f := range x.funcs {
 		if old != nil {
+			vals := x.values[name]
 			for _, v := range f(old) {
-				if set := x.values[name][v]; set != nil {
-					delete(set, key)
-					if len(set) == 0 {
-						delete(x.values[name], v)
+				if set, ok := vals[v]; ok {
+					if set.remove(key); set.len() == 0 {
+						delete(vals, v)
+					} else {
+						vals[v] = set
 					}
 				}
 			}
@@ -110,10 +112,8 @@ func (i *Informer) ByIndex(name, value string) []runtime.Object {
 		panic("informer " + i.kind.Resource + ": no index " + name)
 	}
 	set := vals[value]
-	out := make([]runtime.Object, 0, len(set))
-	for key := range set {
-		out = append(out, i.objects[key])
-	}
+	out := make([]runtime.Object, 0, set.len())
+	set.each(func(key string) { out = append(out, i.objects[key]) })
 	return out
 }
 
@@ -121,7 +121,8 @@ func (i *Informer) ByIndex(name, value string) []runtime.Object {
 func (i *Informer) IndexLen(name, value string) int {
 	i.mu.RLock()
 	defer i.mu.RUnlock()
-	return len(i.indexes.values[name][value])
+	set := i.indexes.values[name][value]
+	return set.len()
 }
 
 // PodNodeName files a pod under the node it is bound to (unbound pods under "").
@@ -130,4 +131,60 @@ func PodNodeName(obj runtime.Object) []string {
 		return []string{p.Spec.NodeName}
 	}
 	return nil
+}
+
+// keySet is the storage keys filed under one index value. Most values name one key or a few
+// (a Service's slices, an owner's children, a node's pods on a small node): a short slice
+// holds them in a fraction of a map's bytes (a one-key map is about 200), and past smallSet
+// keys the set becomes a map (and stays one).
+type keySet struct {
+	few  []string
+	many map[string]struct{}
+}
+
+const smallSet = 8
+
+func (s *keySet) add(key string) {
+	switch {
+	case s.many != nil:
+		s.many[key] = struct{}{}
+	case slices.Contains(s.few, key):
+	case len(s.few) < smallSet:
+		s.few = append(s.few, key)
+	default:
+		s.many = make(map[string]struct{}, len(s.few)+1)
+		for _, k := range s.few {
+			s.many[k] = struct{}{}
+		}
+		s.many[key] = struct{}{}
+		s.few = nil
+	}
+}
+
+func (s *keySet) remove(key string) {
+	if s.many != nil {
+		delete(s.many, key)
+		return
+	}
+	if i := slices.Index(s.few, key); i >= 0 {
+		// Order is free: the last key takes the removed one's place.
+		last := len(s.few) - 1
+		s.few[i] = s.few[last]
+		s.few[last] = ""
+		s.few = s.few[:last]
+		if last == 0 {
+			s.few = nil
+		}
+	}
+}
+
+func (s *keySet) len() int { return len(s.few) + len(s.many) }
+
+func (s *keySet) each(f func(key string)) {
+	for _, k := range s.few {
+		f(k)
+	}
+	for k := range s.many {
+		f(k)
+	}
 }

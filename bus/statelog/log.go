@@ -79,7 +79,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		keyBase:  cfg.Prefix + ".k",
 		filters:  filters,
 		markSubj: cfg.Prefix + ".m." + metaMark,
-		view:     newView(cfg.HistoryBytes),
+		view:     newView(cfg),
 		stop:     make(chan struct{}),
 	}
 	l.own.keys = map[string]uint64{}
@@ -97,6 +97,9 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 	if err := wait(ctx, info.State.LastSeq); err != nil {
 		l.Close()
 		return nil, err
+	}
+	if cfg.HistoryFromOpen {
+		l.view.startHistory()
 	}
 	l.wg.Add(1)
 	go l.bookmarkLoop()

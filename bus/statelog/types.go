@@ -69,6 +69,15 @@ type Config struct {
 	// DropHeaders: the view keeps no write headers (the trace context), for readers that
 	// start no traced work from what they read; Entry.Header and Event.Header are nil.
 	DropHeaders bool
+	// PackValues: the view keeps live values compressed (packed.go), for readers that read
+	// them back rarely: informers decode each event once and relist seldom. Snapshots, Get,
+	// List and the previous values of events then unpack them. A small HistoryBytes goes with
+	// it: the history keeps its events' values as written.
+	PackValues bool
+	// HistoryFromOpen: the history starts at the revision Open replayed to, for readers whose
+	// watches all start from a snapshot of their own (informers), which never read the
+	// replay's events; a watch from before it gets ErrExpired.
+	HistoryFromOpen bool
 }
 
 // Syncer puts the stream's acknowledged writes on stable storage.

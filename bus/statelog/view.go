@@ -10,8 +10,9 @@ import (
 )
 
 type item struct {
-	key string
-	e   Entry
+	key    string
+	e      Entry
+	packed bool // e.Value is packed (Config.PackValues): read it through view.entry
 }
 
 func lessItem(a, b *item) bool { return a.key < b.key }
@@ -36,6 +37,8 @@ type view struct {
 	// compaction mark: the compaction plan still needs it (compactPlan).
 	trimmed     uint64
 	trimmedKeys map[string]trimmedWrite
+
+	packer *packer // nil: live values are kept as written
 }
 
 type trimmedWrite struct {
@@ -43,15 +46,23 @@ type trimmedWrite struct {
 	del bool
 }
 
-func newView(historyLimit int64) *view {
-	return &view{
+func newView(cfg Config) *view {
+	v := &view{
 		live:         btree.NewG(32, lessItem),
 		tombs:        map[string]uint64{},
 		watchers:     map[*Watcher]struct{}{},
 		changed:      make(chan struct{}),
-		historyLimit: historyLimit,
-		trimmedKeys:  map[string]trimmedWrite{},
+		historyLimit: cfg.HistoryBytes,
 	}
+	// Only a view that can plan a compaction (Compact refuses read-only and filtered ones)
+	// needs the writes its history let go of.
+	if !cfg.ReadOnly && len(cfg.Only) == 0 {
+		v.trimmedKeys = map[string]trimmedWrite{}
+	}
+	if cfg.PackValues {
+		v.packer = newPacker()
+	}
+	return v
 }
 
 // addWatcher and removeWatcher keep the watcher set and its gauge together; call under mu.
@@ -90,14 +101,33 @@ func (v *view) appendHistory(ev Event) {
 	v.historyBytes += eventCost(&ev)
 	n := 0
 	for excess := v.historyBytes - v.historyLimit; excess > 0 && n < len(v.history); n++ {
-		old := &v.history[n]
-		excess -= eventCost(old)
-		v.trimmed = old.Rev
-		v.trimmedKeys[old.Key] = trimmedWrite{rev: old.Rev, del: old.Type == EventDelete}
+		excess -= eventCost(&v.history[n])
 	}
 	if n > 0 {
 		historyTrimmed.Add(float64(n))
-		v.dropHistory(n)
+		v.letGo(n)
+	}
+}
+
+// letGo forgets the n oldest events before compaction would: a watch must start after them,
+// and a compaction plan still counts their keys' writes.
+func (v *view) letGo(n int) {
+	for _, old := range v.history[:n] {
+		v.trimmed = old.Rev
+		if v.trimmedKeys != nil {
+			v.trimmedKeys[old.Key] = trimmedWrite{rev: old.Rev, del: old.Type == EventDelete}
+		}
+	}
+	v.dropHistory(n)
+}
+
+// startHistory lets go of every event in the history (Config.HistoryFromOpen).
+func (v *view) startHistory() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if n := len(v.history); n > 0 {
+		v.letGo(n)
+		v.history = nil // the emptied array too
 	}
 }
 
@@ -138,13 +168,14 @@ func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header
 		}
 		v.live.Delete(prev)
 		v.tombs[key] = seq
-		ev = Event{Type: EventDelete, Key: key, Rev: seq, Value: prev.e.Value, PrevRev: prev.e.Rev, PrevValue: prev.e.Value, Header: h, Time: at}
+		old := v.entry(prev).Value
+		ev = Event{Type: EventDelete, Key: key, Rev: seq, Value: old, PrevRev: prev.e.Rev, PrevValue: old, Header: h, Time: at}
 	} else {
 		delete(v.tombs, key)
-		v.live.ReplaceOrInsert(&item{key: key, e: Entry{Key: key, Rev: seq, Value: value, Header: h}})
+		v.live.ReplaceOrInsert(v.newItem(key, seq, value, h))
 		ev = Event{Type: EventPut, Key: key, Rev: seq, Value: value, Header: h, Time: at}
 		if had {
-			ev.PrevRev, ev.PrevValue = prev.e.Rev, prev.e.Value
+			ev.PrevRev, ev.PrevValue = prev.e.Rev, v.entry(prev).Value
 		}
 	}
 	v.appendHistory(ev)
@@ -219,7 +250,7 @@ func (v *view) get(key string) (Entry, uint64, bool) {
 	if !ok {
 		return Entry{}, v.rev, false
 	}
-	return it.e, v.rev, true
+	return v.entry(it), v.rev, true
 }
 
 // state tells what the view knows of key: live rev, or tombstone rev.
@@ -244,7 +275,7 @@ func (v *view) listLocked(prefix string) []Entry {
 		if !strings.HasPrefix(it.key, prefix) {
 			return false
 		}
-		out = append(out, it.e)
+		out = append(out, v.entry(it))
 		return true
 	})
 	return out

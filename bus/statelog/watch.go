@@ -75,7 +75,8 @@ func (w *Watcher) run(ctx context.Context) {
 	}
 	for i, it := range w.snapshot {
 		w.snapshot[i] = nil // what was sent is not kept alive by this watcher
-		if !send(Event{Type: EventPut, Key: it.key, Rev: it.e.Rev, Value: it.e.Value, Header: it.e.Header}) {
+		e := w.v.entry(it)
+		if !send(Event{Type: EventPut, Key: it.key, Rev: e.Rev, Value: e.Value, Header: e.Header}) {
 			return
 		}
 	}

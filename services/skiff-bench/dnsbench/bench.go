@@ -50,7 +50,8 @@ type result struct {
 	load  loadResult
 	ready [2]time.Duration // p50, max from Ready written to the new answer
 	rss   uint64
-	heap  int // MiB live after the last collection
+	anon  uint64 // of rss, not file-backed
+	heap  int    // MiB live after the last collection
 }
 
 // Run prints the comparison table.
@@ -90,7 +91,7 @@ func Run(w io.Writer, o Options) error {
 	if err := setup(ctx, cs); err != nil {
 		return err
 	}
-	t := benchutil.NewTable(w, "Services", "server", "queries/s", "p50", "p99", "failed", "Ready→answer p50", "max", "RSS MiB", "live heap MiB")
+	t := benchutil.NewTable(w, "Services", "server", "queries/s", "p50", "p99", "failed", "Ready→answer p50", "max", "RSS MiB", "anon MiB", "live heap MiB")
 	have := 0
 	last := netip.MustParseAddr("10.255.0.0")
 	newIP := func() string { last = last.Next(); return last.String() }
@@ -126,26 +127,30 @@ func Run(w io.Writer, o Options) error {
 			}
 			res = append(res, r)
 			if r.load.qps == 0 { // no server: only its memory
-				t.Row(n, s.name, "", "", "", "", "", "", mib(int64(r.rss)), r.heap)
+				t.Row(n, s.name, "", "", "", "", "", "", mib(int64(r.rss)), mib(int64(r.anon)), r.heap)
 				continue
 			}
 			t.Row(n, s.name, fmt.Sprintf("%.0f", r.load.qps), r.load.p50.Round(time.Microsecond), r.load.p99.Round(time.Microsecond),
-				r.load.failed, r.ready[0].Round(time.Millisecond), r.ready[1].Round(time.Millisecond), mib(int64(r.rss)), r.heap)
+				r.load.failed, r.ready[0].Round(time.Millisecond), r.ready[1].Round(time.Millisecond), mib(int64(r.rss)), mib(int64(r.anon)), r.heap)
 			if len(res) == 2 {
 				t.Row(n, "skiff/coredns", fmt.Sprintf("%.2fx", res[0].load.qps/res[1].load.qps), "", "", "", "", "",
-					fmt.Sprintf("%.2fx", float64(res[0].rss)/float64(res[1].rss)), fmt.Sprintf("%.2fx", float64(res[0].heap)/float64(res[1].heap)))
+					ratio(res[0].rss, res[1].rss), ratio(res[0].anon, res[1].anon), fmt.Sprintf("%.2fx", float64(res[0].heap)/float64(res[1].heap)))
 			}
 		}
-		share := int64(res[2].rss) - int64(res[3].rss)
-		t.Row(n, "DNS's share of a node agent", "", "", "", "", "", "", mib(share), res[2].heap-res[3].heap)
-		t.Row(n, "share/coredns", "", "", "", "", "", "", fmt.Sprintf("%.2fx", float64(share)/float64(res[1].rss)), "")
+		share, shareAnon := int64(res[2].rss)-int64(res[3].rss), int64(res[2].anon)-int64(res[3].anon)
+		t.Row(n, "DNS's share of a node agent", "", "", "", "", "", "", mib(share), mib(shareAnon), res[2].heap-res[3].heap)
+		t.Row(n, "share/coredns", "", "", "", "", "", "", fmt.Sprintf("%.2fx", float64(share)/float64(res[1].rss)),
+			fmt.Sprintf("%.2fx", float64(shareAnon)/float64(res[1].anon)), "")
 	}
 	if err := t.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "Load: %d queries in flight over UDP (closed loop), A for a random Service, %v per server, one server at a time on this host.\n"+
 		"RSS: each server's whole process after its load run (skiff dns: the DNS actor with its own NATS connection and informers,\n"+
-		"  which keep only the fields DNS reads). Live heap: the Go heap its last collection found live (GODEBUG=gctrace=1).\n"+
+		"  which keep only the fields DNS reads, over a state-log view of Services and EndpointSlices that keeps their values packed).\n"+
+		"  anon: the part of RSS that is not the executable's file pages (heap, stacks, runtime); the rest is the code and read-only\n"+
+		"  data its run touched, which for skiff dns is the multi-purpose skiff binary's (every linked package's init runs).\n"+
+		"  Live heap: the Go heap its last collection found live (GODEBUG=gctrace=1).\n"+
 		"DNS's share of a node agent: skiff dns on informers keeping whole objects (as a node agent's, shared with its proxy, do)\n"+
 		"  less the same process with those informers and no server: what running DNS adds to a node, against CoreDNS's whole process.\n"+
 		"Ready→answer: an endpoint's ready condition written through the API until the server's answer has its address (polled every ms).\n",
@@ -190,12 +195,14 @@ func measure(ctx context.Context, cs *kubernetes.Clientset, s server, names []st
 // memory reads the child's RSS and live heap into r.
 func (c *child) memory(r *result) error {
 	var err error
-	if r.rss, err = rss(c.cmd.Process.Pid); err != nil {
+	if r.rss, r.anon, err = rss(c.cmd.Process.Pid); err != nil {
 		return err
 	}
 	r.heap, err = c.liveHeap()
 	return err
 }
+
+func ratio(a, b uint64) string { return fmt.Sprintf("%.2fx", float64(a)/float64(b)) }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
 

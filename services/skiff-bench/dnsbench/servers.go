@@ -84,19 +84,29 @@ func lastLines(s string, n int) string {
 	return strings.Join(l[max(0, len(l)-n):], "\n")
 }
 
-// rss is a process's resident set now (VmRSS), in bytes.
-func rss(pid int) (uint64, error) {
+// rss is a process's resident set now (VmRSS) and its anonymous part (RssAnon: heap, stacks,
+// runtime; the rest is the executable's and libraries' file pages), in bytes.
+func rss(pid int) (all, anon uint64, err error) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	var found int
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err
+		for field, dst := range map[string]*uint64{"VmRSS:": &all, "RssAnon:": &anon} {
+			if v, ok := strings.CutPrefix(line, field); ok {
+				kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				if err != nil {
+					return 0, 0, fmt.Errorf("/proc/%d/status %s %w", pid, field, err)
+				}
+				*dst, found = kb<<10, found+1
+			}
 		}
 	}
-	return 0, errors.New("no VmRSS in /proc/" + strconv.Itoa(pid) + "/status")
+	if found != 2 {
+		return 0, 0, errors.New("no VmRSS or RssAnon in /proc/" + strconv.Itoa(pid) + "/status")
+	}
+	return all, anon, nil
 }
 
 // gcLine is a gctrace line's heap sizes: at the start, at the end and live after marking.
