@@ -108,6 +108,9 @@ type Config struct {
 	// growing writes are refused below DiskMinFree free, and DiskReserve is held back for
 	// deletes; 0 = diskspace's defaults.
 	DiskMinFree, DiskReserve uint64
+	// CheckCacheMutations (tests) keeps a copy of every object the shared informers cache, so
+	// Informers.Mutations can tell whether a component changed one it did not own.
+	CheckCacheMutations bool
 }
 
 // ControlPlane is a running Skiff control plane.
@@ -205,6 +208,9 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	cp.Actors = actorkit.NewSystem(actorkit.WithLogger(cfg.Logger), actorkit.WithPolicy(policy))
 	cp.Actors.Health().OnStoppedForGood(cp.reportStoppedForGood)
 	cp.Informers = informer.NewFactory(cp.Log)
+	if cfg.CheckCacheMutations {
+		cp.Informers.CheckMutations()
+	}
 	if err := cp.spawn(Informers, cp.Informers.Actor()); err != nil {
 		return nil, err
 	}
@@ -274,6 +280,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	if cp.API, err = apiserver.New(opts); err != nil {
 		return err
 	}
+	// The informers take each write's object from the watch cache, decoded once for both.
+	cp.Informers.ShareDecoded(cp.API.DecodeShared)
 	// Replicas starting together race on these creates; the loser sees AlreadyExists.
 	if err := cp.API.EnsureDefaultNamespaces(ctx); err != nil {
 		return fmt.Errorf("default namespaces: %w", err)

@@ -21,6 +21,9 @@ type Factory struct {
 	start func(*Informer)                                              // set while the factory's actor runs: starts an informer asked for later
 	via   map[string]func(kind *schemas.Kind, namespace string) Source // kinds not read from the log
 	trim  map[string]Transform                                         // kinds cached in part
+
+	decoder sharedDecoder // see ShareDecoded
+	checks  bool          // see CheckMutations
 }
 
 // Transform turns a decoded object into what the cache keeps of it, as client-go's
@@ -85,8 +88,12 @@ func (f *Factory) ForKind(kind *schemas.Kind, namespace string) *Informer {
 			panic("informer: " + kind.Resource + " is outside the kinds this process reads from the state log")
 		}
 		inf = New(f.log, kind, namespace)
+		inf.shared = &f.decoder
 	}
 	inf.transform = f.trim[kind.GVK.Group+"/"+kind.Resource]
+	if f.checks {
+		inf.check = newMutationCheck()
+	}
 	f.infs[key] = inf
 	if f.start != nil {
 		f.start(inf)

@@ -74,7 +74,9 @@ type Informer struct {
 	src       Source
 	kind      *schemas.Kind
 	namespace string
-	transform Transform // nil: whole objects
+	transform Transform      // nil: whole objects
+	shared    *sharedDecoder // the process's decodes of log values; nil for other sources
+	check     *mutationCheck // nil unless the factory checks for changed cached objects
 
 	// deliver serialises changes and handler calls, so handlers see every change once, in
 	// log order, and a handler added late replays the cache before the next change.
@@ -237,6 +239,7 @@ func (i *Informer) endSnapshot(seen map[string]bool, rev uint64) {
 				gone = append(gone, obj)
 				delete(i.objects, key)
 				i.indexes.update(key, obj, nil)
+				i.checkReplace(key, obj, nil)
 			}
 		}
 	}
@@ -256,6 +259,13 @@ func (i *Informer) endSnapshot(seen map[string]bool, rev uint64) {
 }
 
 func (i *Informer) decode(value []byte, rev uint64) (runtime.Object, error) {
+	if d := i.shared.get(); d != nil {
+		if obj, err := d(i.kind, value, rev); err == nil {
+			if obj, ok := fromShared(obj); ok {
+				return i.trim(obj), nil
+			}
+		}
+	}
 	obj := i.kind.New()
 	if err := json.Unmarshal(value, obj); err != nil {
 		return nil, fmt.Errorf("informer %s: %w", i.kind.Resource, err)
@@ -268,10 +278,15 @@ func (i *Informer) decode(value []byte, rev uint64) (runtime.Object, error) {
 		// TransformStripManagedFields has it; they were a third of a cached Service or slice.
 		m.SetManagedFields(nil)
 	}
+	return i.trim(obj), nil
+}
+
+// trim is what the cache keeps of obj (see Factory.Keep).
+func (i *Informer) trim(obj runtime.Object) runtime.Object {
 	if i.transform != nil {
-		obj = i.transform(obj)
+		return i.transform(obj)
 	}
-	return obj, nil
+	return obj
 }
 
 func (i *Informer) apply(ev statelog.Event) {
@@ -287,9 +302,11 @@ func (i *Informer) apply(ev statelog.Event) {
 		delete(i.objects, ev.Key)
 		delete(i.traces, ev.Key)
 		i.indexes.update(ev.Key, old, nil)
+		i.checkReplace(ev.Key, old, nil)
 	} else {
 		i.objects[ev.Key] = obj
 		i.indexes.update(ev.Key, old, obj)
+		i.checkReplace(ev.Key, old, obj)
 		if ev.Header["traceparent"] != "" {
 			i.traces[ev.Key] = ev.Header
 		} else {
