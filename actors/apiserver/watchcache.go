@@ -107,14 +107,3 @@ func (c *sharedEvents) json(e *sharedEvent) ([]byte, error) {
 	})
 	return e.data, e.encErr
 }
-
-// DecodeShared is the stored value of kind k at rev, decoded once for this process: the
-// watch cache's object, shared with the event's watchers and the process's informers
-// (informer.Factory.ShareDecoded). Nobody may modify it.
-func (s *Server) DecodeShared(k *schemas.Kind, value []byte, rev uint64) (runtime.Object, error) {
-	e, err := s.events.object(k, value, rev)
-	if err != nil {
-		return nil, err
-	}
-	return e.obj, nil
-}

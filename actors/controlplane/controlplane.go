@@ -280,8 +280,6 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	if cp.API, err = apiserver.New(opts); err != nil {
 		return err
 	}
-	// The informers take each write's object from the watch cache, decoded once for both.
-	cp.Informers.ShareDecoded(cp.API.DecodeShared)
 	// Replicas starting together race on these creates; the loser sees AlreadyExists.
 	if err := cp.API.EnsureDefaultNamespaces(ctx); err != nil {
 		return fmt.Errorf("default namespaces: %w", err)

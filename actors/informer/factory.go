@@ -22,8 +22,7 @@ type Factory struct {
 	via   map[string]func(kind *schemas.Kind, namespace string) Source // kinds not read from the log
 	trim  map[string]Transform                                         // kinds cached in part
 
-	decoder sharedDecoder // see ShareDecoded
-	checks  bool          // see CheckMutations
+	checks bool // see CheckMutations
 }
 
 // Transform turns a decoded object into what the cache keeps of it, as client-go's
@@ -88,7 +87,6 @@ func (f *Factory) ForKind(kind *schemas.Kind, namespace string) *Informer {
 			panic("informer: " + kind.Resource + " is outside the kinds this process reads from the state log")
 		}
 		inf = New(f.log, kind, namespace)
-		inf.shared = &f.decoder
 	}
 	inf.transform = f.trim[kind.GVK.Group+"/"+kind.Resource]
 	if f.checks {

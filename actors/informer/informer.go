@@ -75,7 +75,6 @@ type Informer struct {
 	kind      *schemas.Kind
 	namespace string
 	transform Transform      // nil: whole objects
-	shared    *sharedDecoder // the process's decodes of log values; nil for other sources
 	check     *mutationCheck // nil unless the factory checks for changed cached objects
 
 	// deliver serialises changes and handler calls, so handlers see every change once, in
@@ -259,13 +258,6 @@ func (i *Informer) endSnapshot(seen map[string]bool, rev uint64) {
 }
 
 func (i *Informer) decode(value []byte, rev uint64) (runtime.Object, error) {
-	if d := i.shared.get(); d != nil {
-		if obj, err := d(i.kind, value, rev); err == nil {
-			if obj, ok := fromShared(obj); ok {
-				return i.trim(obj), nil
-			}
-		}
-	}
 	obj := i.kind.New()
 	if err := json.Unmarshal(value, obj); err != nil {
 		return nil, fmt.Errorf("informer %s: %w", i.kind.Resource, err)
