@@ -108,6 +108,9 @@ type Config struct {
 	// growing writes are refused below DiskMinFree free, and DiskReserve is held back for
 	// deletes; 0 = diskspace's defaults.
 	DiskMinFree, DiskReserve uint64
+	// CheckCacheMutations (tests) keeps a copy of every object the shared informers cache, so
+	// Informers.Mutations can tell whether a component changed one it did not own.
+	CheckCacheMutations bool
 }
 
 // ControlPlane is a running Skiff control plane.
@@ -205,6 +208,9 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	cp.Actors = actorkit.NewSystem(actorkit.WithLogger(cfg.Logger), actorkit.WithPolicy(policy))
 	cp.Actors.Health().OnStoppedForGood(cp.reportStoppedForGood)
 	cp.Informers = informer.NewFactory(cp.Log)
+	if cfg.CheckCacheMutations {
+		cp.Informers.CheckMutations()
+	}
 	if err := cp.spawn(Informers, cp.Informers.Actor()); err != nil {
 		return nil, err
 	}

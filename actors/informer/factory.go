@@ -21,6 +21,8 @@ type Factory struct {
 	start func(*Informer)                                              // set while the factory's actor runs: starts an informer asked for later
 	via   map[string]func(kind *schemas.Kind, namespace string) Source // kinds not read from the log
 	trim  map[string]Transform                                         // kinds cached in part
+
+	checks bool // see CheckMutations
 }
 
 // Transform turns a decoded object into what the cache keeps of it, as client-go's
@@ -87,6 +89,9 @@ func (f *Factory) ForKind(kind *schemas.Kind, namespace string) *Informer {
 		inf = New(f.log, kind, namespace)
 	}
 	inf.transform = f.trim[kind.GVK.Group+"/"+kind.Resource]
+	if f.checks {
+		inf.check = newMutationCheck()
+	}
 	f.infs[key] = inf
 	if f.start != nil {
 		f.start(inf)

@@ -74,7 +74,8 @@ type Informer struct {
 	src       Source
 	kind      *schemas.Kind
 	namespace string
-	transform Transform // nil: whole objects
+	transform Transform      // nil: whole objects
+	check     *mutationCheck // nil unless the factory checks for changed cached objects
 
 	// deliver serialises changes and handler calls, so handlers see every change once, in
 	// log order, and a handler added late replays the cache before the next change.
@@ -237,6 +238,7 @@ func (i *Informer) endSnapshot(seen map[string]bool, rev uint64) {
 				gone = append(gone, obj)
 				delete(i.objects, key)
 				i.indexes.update(key, obj, nil)
+				i.checkReplace(key, obj, nil)
 			}
 		}
 	}
@@ -268,10 +270,15 @@ func (i *Informer) decode(value []byte, rev uint64) (runtime.Object, error) {
 		// TransformStripManagedFields has it; they were a third of a cached Service or slice.
 		m.SetManagedFields(nil)
 	}
+	return i.trim(obj), nil
+}
+
+// trim is what the cache keeps of obj (see Factory.Keep).
+func (i *Informer) trim(obj runtime.Object) runtime.Object {
 	if i.transform != nil {
-		obj = i.transform(obj)
+		return i.transform(obj)
 	}
-	return obj, nil
+	return obj
 }
 
 func (i *Informer) apply(ev statelog.Event) {
@@ -287,9 +294,11 @@ func (i *Informer) apply(ev statelog.Event) {
 		delete(i.objects, ev.Key)
 		delete(i.traces, ev.Key)
 		i.indexes.update(ev.Key, old, nil)
+		i.checkReplace(ev.Key, old, nil)
 	} else {
 		i.objects[ev.Key] = obj
 		i.indexes.update(ev.Key, old, obj)
+		i.checkReplace(ev.Key, old, obj)
 		if ev.Header["traceparent"] != "" {
 			i.traces[ev.Key] = ev.Header
 		} else {

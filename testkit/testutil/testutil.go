@@ -36,7 +36,7 @@ func Eventually(t testing.TB, total, every time.Duration, f func() error) {
 // dir and the API on a random loopback port; it is stopped when the test ends.
 func StartControlPlane(t testing.TB, mutate ...func(*controlplane.Config)) *controlplane.ControlPlane {
 	t.Helper()
-	cfg := controlplane.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0"}
+	cfg := controlplane.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", CheckCacheMutations: true}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -47,6 +47,12 @@ func StartControlPlane(t testing.TB, mutate ...func(*controlplane.Config)) *cont
 		t.Fatalf("start control plane: %v", err)
 	}
 	t.Cleanup(cp.Stop)
+	// Before the stop: every component shares the cached objects, which none may change.
+	t.Cleanup(func() {
+		if err := cp.Informers.Mutations(); err != nil {
+			t.Error(err)
+		}
+	})
 	return cp
 }
 

@@ -222,7 +222,7 @@ func (c *controller) updateStatus(ctx context.Context, pdb *policyv1.PodDisrupti
 	}
 	next := pdb.DeepCopy()
 	next.Status = policyv1.PodDisruptionBudgetStatus{CurrentHealthy: healthy, DesiredHealthy: desired, ExpectedPods: expected,
-		DisruptionsAllowed: allowed, DisruptedPods: disrupted, ObservedGeneration: pdb.Generation, Conditions: pdb.Status.Conditions}
+		DisruptionsAllowed: allowed, DisruptedPods: disrupted, ObservedGeneration: pdb.Generation, Conditions: next.Status.Conditions} // the copy's: the condition is set in place
 	pdbhelper.UpdateDisruptionAllowedCondition(next)
 	_, err := c.client.UpdateStatus(ctx, next) // a CAS on the revision read: evictions in between make it a 409 and a retry
 	return err
