@@ -29,7 +29,8 @@ type Options struct {
 	ScaleTo int // replicas it is then scaled to; default 3*Pods; <= Pods: no second phase
 	// Timeout bounds each wait (skiff up ready, nodes Ready, each phase); default 15 min.
 	Timeout time.Duration
-	// ProfileDir keeps the CPU profile chunks; by default they go with the temp dir.
+	// ProfileDir keeps the CPU profile chunks and a heap profile at the end of each phase; by
+	// default they go with the temp dir.
 	ProfileDir string
 	// Progress gets a line per step and every 10 s of a wait; default stderr.
 	Progress io.Writer
@@ -109,6 +110,7 @@ type phase struct {
 	upGrowth               int64            // VmRSS at the end minus at the start
 	cpu                    [3]time.Duration // used in the window by skiff up, the sim, the bench
 	notReady               int
+	heap                   heapStats // skiff up's after a forced GC at the end
 }
 
 // Run prints the system table, then the CPU profile's top functions. Every process it starts
@@ -286,6 +288,10 @@ func (r *run) measure(ctx context.Context, n, target int, tag string, kubectl ..
 	}
 	for i := range p.cpu {
 		p.cpu[i] -= cpuBefore[i]
+	}
+	// After RSS and CPU are read: the forced GC would lower the one and add to the other.
+	if p.heap, err = r.prof.heap(ctx, tag, r.o.ProfileDir); err != nil {
+		return nil, err
 	}
 	_, p.notReady = r.w.nodes.counts()
 	p.fromCreated, p.fromAdded, p.missing = r.w.pods.latencies(n)

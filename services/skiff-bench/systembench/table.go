@@ -45,6 +45,13 @@ func (r *run) writeTable(w io.Writer, phases []*phase) error {
 	row("pods never seen Running", func(p *phase) any { return p.missing })
 	row("server RSS peak (VmHWM), MiB", func(p *phase) any { return float64(p.up.peak) / mib })
 	row("server RSS now (VmRSS), MiB", func(p *phase) any { return float64(p.up.now) / mib })
+	row("server live heap after a forced GC, MiB", func(p *phase) any { return float64(p.heap.live) / mib })
+	row("server heap spans in use / free kept from the OS, MiB", func(p *phase) any {
+		return fmt.Sprintf("%.0f / %.0f", float64(p.heap.inuse)/mib, float64(p.heap.retained)/mib)
+	})
+	row("server goroutine stacks / Go runtime Sys, MiB", func(p *phase) any {
+		return fmt.Sprintf("%.0f / %.0f", float64(p.heap.stacks)/mib, float64(p.heap.sys)/mib)
+	})
 	row("server VmRSS growth per pod, KiB", func(p *phase) any { return float64(p.upGrowth) / 1024 / float64(p.pods) })
 	row("sim RSS peak (VmHWM), MiB", func(p *phase) any { return float64(p.sim.peak) / mib })
 	row("sim RSS now (VmRSS), MiB", func(p *phase) any { return float64(p.sim.now) / mib })
