@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -70,8 +68,8 @@ func ownedUpdate(k *schemas.Kind, sub string, live, next runtime.Object, manager
 		if e.FieldsV1 == nil {
 			return nil, false
 		}
-		set, ok := parsedFields(e.FieldsV1.Raw)
-		if !ok {
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
 			return nil, false
 		}
 		for _, p := range changed {
@@ -84,32 +82,6 @@ func ownedUpdate(k *schemas.Kind, sub string, live, next runtime.Object, manager
 	out[self].Time = &metav1.Time{Time: time.Now().UTC()}
 	sortManagedFields(out)
 	return out, true
-}
-
-// fieldSets holds parsed managedFields sets by their JSON: the entries of objects written the
-// same way are the same bytes (every node's Lease renewal entry), so a renewal parses none.
-// The sets are only read. Cleared when full, so its size is bounded.
-var fieldSets struct {
-	sync.Map // string(FieldsV1.Raw) -> *fieldpath.Set
-	n        atomic.Int64
-}
-
-const maxFieldSets = 4096
-
-func parsedFields(raw []byte) (*fieldpath.Set, bool) {
-	if s, ok := fieldSets.Load(string(raw)); ok {
-		return s.(*fieldpath.Set), true
-	}
-	set := &fieldpath.Set{}
-	if err := set.FromJSON(bytes.NewReader(raw)); err != nil {
-		return nil, false
-	}
-	if fieldSets.n.Add(1) > maxFieldSets {
-		fieldSets.Clear()
-		fieldSets.n.Store(1)
-	}
-	fieldSets.Store(string(raw), set)
-	return set, true
 }
 
 // sortManagedFields orders entries as the field manager stores them: by operation, then by
