@@ -52,12 +52,12 @@ func (s *Server) admitCRD(ctx context.Context, a *Attributes) error {
 func (s *Server) cleanupCRD(ctx context.Context, c *apiextensionsv1.CustomResourceDefinition) (bool, error) {
 	crdKind, _ := schemas.ByResource(apiextensionsv1.GroupName, "v1", "customresourcedefinitions")
 	update := func(change func(m metav1.Object)) error {
-		_, err := s.guaranteedUpdate(ctx, crdKind, "", c.Name, "", "update", writeOptions{}, func(cur runtime.Object) (runtime.Object, error) {
+		_, err := s.guaranteedUpdate(ctx, crdKind, "", c.Name, "", "update", writeOptions{}, edited(func(cur runtime.Object) (runtime.Object, error) {
 			m := mustMeta(cur)
 			m.SetResourceVersion("")
 			change(m)
 			return cur, nil
-		})
+		}))
 		return err
 	}
 	if !apihelpers.IsCRDConditionTrue(c, apiextensionsv1.Terminating) {

@@ -315,19 +315,26 @@ func generateName(base string) string {
 	return base + string(b)
 }
 
-// mutation computes the next version of an object from the stored one.
+// mutation computes the next version of an object from the stored one, which it must not
+// modify (it is compared with the result): one that edits it works on a copy (edited).
 type mutation func(cur runtime.Object) (runtime.Object, error)
+
+// edited is a mutation that edits a copy of the stored object in place.
+func edited(edit mutation) mutation {
+	return func(cur runtime.Object) (runtime.Object, error) { return edit(cur.DeepCopyObject()) }
+}
 
 // guaranteedUpdate runs a read-modify-write cycle with compare-and-swap on the revision. With a
 // client precondition (expectedRV) a lost race is a 409; without one it re-reads and retries.
 func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name, sub, verb string, wo writeOptions, mutate mutation) (runtime.Object, error) {
 	key := schemas.StorageKey(k, ns, name)
 	return onLatest(k, name, func(fresh bool) (runtime.Object, casOutcome, error) {
-		cur, curRev, err := s.readWithRev(ctx, k, ns, name, fresh)
+		cur, stored, err := s.readEntry(ctx, k, ns, name, statelog.ReadOptions{Consistent: fresh})
 		if err != nil {
 			return nil, casDecided, err
 		}
-		next, err := mutate(cur.DeepCopyObject())
+		curRev := stored.Rev
+		next, err := mutate(cur)
 		if err != nil {
 			return nil, casDecided, err
 		}
@@ -357,8 +364,9 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 		if err != nil {
 			return nil, casDecided, apierrors.NewInternalError(err)
 		}
-		// A stale stored form (a Secret from before encryption) is written even unchanged.
-		if !changedFrom(cur, data) && !s.log.Stale(key) {
+		// Unchanged is the stored bytes unchanged (what kube-apiserver compares); a stale
+		// stored form (a Secret from before encryption) is written even unchanged.
+		if bytes.Equal(data, stored.Value) && !s.log.Stale(key) {
 			return cur, casDecided, nil
 		}
 		undo, done, err := s.reallocateFor(ctx, k, cur, next, wo.dryRun)
@@ -433,14 +441,12 @@ func conflict(k *schemas.Kind, name string) error {
 
 // changed compares the stored forms (revision excluded), so a no-op write writes nothing.
 func changed(cur, next runtime.Object) bool {
-	b, err := encodeForStorage(next)
-	return err != nil || changedFrom(cur, b)
-}
-
-// changedFrom is changed with next already in its stored form.
-func changedFrom(cur runtime.Object, next []byte) bool {
 	a, err := encodeForStorage(cur)
-	return err != nil || !bytes.Equal(a, next)
+	if err != nil {
+		return true
+	}
+	b, err := encodeForStorage(next)
+	return err != nil || !bytes.Equal(a, b)
 }
 
 // prepareUpdate carries over what the client may not change, applies subresource rules,
@@ -523,8 +529,16 @@ func (s *Server) update(ctx context.Context, k *schemas.Kind, ns, name, sub stri
 	if err != nil {
 		return nil, err
 	}
+	// The first attempt takes the decoded body itself; one after a lost race decodes it again
+	// (the first was changed on its way to the log), without repeating its warnings.
+	again := wo
+	again.warnings = nil
+	attempts := 0
 	return s.guaranteedUpdate(ctx, k, ns, name, sub, "update", wo, func(runtime.Object) (runtime.Object, error) {
-		return obj.DeepCopyObject(), nil
+		if attempts++; attempts == 1 {
+			return obj, nil
+		}
+		return s.decodeBody(k, body, again)
 	})
 }
 

@@ -199,7 +199,7 @@ func (s *Server) pdbsFor(ctx context.Context, pod *corev1.Pod) ([]*policyv1.PodD
 // a compare-and-swap on the PDB's revision: a lost race re-reads the PDB and checks again.
 func (s *Server) takeDisruption(ctx context.Context, pdb *policyv1.PodDisruptionBudget, pod string, wo writeOptions) error {
 	k, _ := schemas.ByResource("policy", "v1", "poddisruptionbudgets")
-	_, err := s.guaranteedUpdate(ctx, k, pdb.Namespace, pdb.Name, "status", "update", wo, func(cur runtime.Object) (runtime.Object, error) {
+	_, err := s.guaranteedUpdate(ctx, k, pdb.Namespace, pdb.Name, "status", "update", wo, edited(func(cur runtime.Object) (runtime.Object, error) {
 		p := cur.(*policyv1.PodDisruptionBudget)
 		p.ResourceVersion = "" // unpinned: a lost race retries on the latest copy
 		if err := checkDisruption(p); err != nil {
@@ -214,7 +214,7 @@ func (s *Server) takeDisruption(ctx context.Context, pdb *policyv1.PodDisruption
 		}
 		p.Status.DisruptedPods[pod] = metav1.NewTime(s.now().UTC().Truncate(time.Second))
 		return p, nil
-	})
+	}))
 	return err
 }
 
@@ -249,7 +249,7 @@ func stillProcessing(pdb string) error {
 func (s *Server) evictPod(ctx context.Context, k *schemas.Kind, pod *corev1.Pod, opts *metav1.DeleteOptions, wo writeOptions) (runtime.Object, error) {
 	done := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}
 	if !wo.dryRun {
-		obj, err := s.guaranteedUpdate(ctx, k, pod.Namespace, pod.Name, "status", "update", wo, func(cur runtime.Object) (runtime.Object, error) {
+		obj, err := s.guaranteedUpdate(ctx, k, pod.Namespace, pod.Name, "status", "update", wo, edited(func(cur runtime.Object) (runtime.Object, error) {
 			p := cur.(*corev1.Pod)
 			if err := checkPreconditions(k, p, opts.Preconditions); err != nil {
 				return nil, err
@@ -258,7 +258,7 @@ func (s *Server) evictPod(ctx context.Context, k *schemas.Kind, pod *corev1.Pod,
 			setPodCondition(&p.Status, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 				Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting", LastTransitionTime: metav1.NewTime(s.now().UTC())})
 			return p, nil
-		})
+		}))
 		if err != nil {
 			return nil, err
 		}

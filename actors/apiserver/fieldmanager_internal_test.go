@@ -7,6 +7,7 @@ import (
 
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -55,4 +56,34 @@ func BenchmarkTrackLeaseRenewal(b *testing.B) {
 	for b.Loop() {
 		trackUpdate(k, "", live, next.DeepCopy(), wo)
 	}
+}
+
+// A simulated kubelet's status write of a pod a controller created and the scheduler bound,
+// as prepareUpdate hands it to the field manager: the stored pod with the new status.
+func BenchmarkTrackPodStatusWrite(b *testing.B) {
+	k, _ := schemas.ByResource("", "v1", "pods")
+	p := benchPod()
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "u1", Controller: ptr.To(true)}}
+	p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
+	live := trackUpdate(k, "", k.New(), p, writeOptions{fieldManager: "kube-controller-manager"}).(*corev1.Pod)
+	live.UID = "u1"
+	bound := live.DeepCopy()
+	bound.Spec.NodeName = "n1"
+	live = trackUpdate(k, "", live, bound, writeOptions{fieldManager: "skiff-scheduler"}).(*corev1.Pod)
+	next := live.DeepCopy()
+	now := metav1.Now()
+	next.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.128.0.5", HostIP: "10.250.0.1", StartTime: &now,
+		PodIPs: []corev1.PodIP{{IP: "10.128.0.5"}}, HostIPs: []corev1.HostIP{{IP: "10.250.0.1"}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Image: "img", Ready: true, Started: ptr.To(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}}
+	for _, t := range []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+		next.Status.Conditions = append(next.Status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	wo := writeOptions{userAgent: "skiff-node"}
+	b.ResetTimer()
+	before := cpuTime()
+	for b.Loop() {
+		trackUpdate(k, "status", live, next.DeepCopy(), wo)
+	}
+	reportCPU(b, before)
 }

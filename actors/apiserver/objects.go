@@ -107,7 +107,12 @@ func fromMap(k *schemas.Kind, m map[string]any) (runtime.Object, error) {
 // withSection returns dst with its top-level field `section` replaced by (a copy of) src's.
 func withSection(k *schemas.Kind, dst, src runtime.Object, section string) (runtime.Object, error) {
 	if df, ok := topField(dst, section); ok {
-		sf, _ := topField(src.DeepCopyObject(), section)
+		sf, _ := topField(src, section)
+		if c, ok := deepCopied(sf); ok {
+			sf = c
+		} else {
+			sf, _ = topField(src.DeepCopyObject(), section)
+		}
 		df.Set(sf)
 		setTypeMeta(dst, k)
 		return dst, nil
@@ -126,6 +131,23 @@ func withSection(k *schemas.Kind, dst, src runtime.Object, section string) (runt
 		delete(dm, section)
 	}
 	return fromMap(k, dm)
+}
+
+// deepCopied copies a field of a typed object by its generated DeepCopy (a PodStatus, not
+// the whole Pod); ok is false for a type without one.
+func deepCopied(v reflect.Value) (reflect.Value, bool) {
+	if !v.CanAddr() {
+		return reflect.Value{}, false
+	}
+	m := v.Addr().MethodByName("DeepCopy")
+	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 || m.Type().Out(0) != v.Addr().Type() {
+		return reflect.Value{}, false
+	}
+	out := m.Call(nil)[0]
+	if out.IsNil() {
+		return reflect.Value{}, false
+	}
+	return out.Elem(), true
 }
 
 // specChanged reports whether anything outside metadata and status differs: what bumps

@@ -41,14 +41,8 @@ func ownedUpdate(k *schemas.Kind, sub string, live, next runtime.Object, manager
 	if sent := mustMeta(next).GetManagedFields(); sub == "" && sent != nil && !sameEntries(sent, liveFields) {
 		return nil, false
 	}
-	lv, nv := reflect.ValueOf(live), reflect.ValueOf(next)
-	if lv.Kind() != reflect.Pointer || lv.Type() != nv.Type() || lv.Elem().Kind() != reflect.Struct {
-		return nil, false
-	}
-	var changed []fieldpath.Path
-	if !changedLeaves(lv.Elem(), nv.Elem(), nil, &changed) {
-		return nil, false
-	}
+	// A writer without an entry of its own (a kubelet's first status write) needs the field
+	// manager whatever changed: found before walking the objects.
 	gv := k.GVK.GroupVersion().String()
 	self := -1
 	for i, e := range liveFields {
@@ -57,6 +51,14 @@ func ownedUpdate(k *schemas.Kind, sub string, live, next runtime.Object, manager
 		}
 	}
 	if self < 0 {
+		return nil, false
+	}
+	lv, nv := reflect.ValueOf(live), reflect.ValueOf(next)
+	if lv.Kind() != reflect.Pointer || lv.Type() != nv.Type() || lv.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	var changed []fieldpath.Path
+	if !changedLeaves(lv.Elem(), nv.Elem(), nil, &changed) {
 		return nil, false
 	}
 	if len(changed) == 0 {

@@ -85,9 +85,11 @@ func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, cont
 			return nil, failed
 		}
 		// The stored revision is left out, so only a resourceVersion the patch itself sets
-		// pins the write (and turns a lost race into 409 instead of a retry).
+		// pins the write (and turns a lost race into 409 instead of a retry); cur is put back
+		// as it was.
 		mustMeta(cur).SetResourceVersion("")
 		curJSON, err := json.Marshal(cur)
+		mustMeta(cur).SetResourceVersion(rv)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -243,11 +245,11 @@ func (s *Server) apply(ctx context.Context, k *schemas.Kind, ns, name, sub strin
 	}
 	wo.applied = true
 	for {
-		obj, err := s.guaranteedUpdate(ctx, k, ns, name, sub, "patch", wo, func(cur runtime.Object) (runtime.Object, error) {
+		obj, err := s.guaranteedUpdate(ctx, k, ns, name, sub, "patch", wo, edited(func(cur runtime.Object) (runtime.Object, error) {
 			// Only a resourceVersion the configuration sets pins the write.
 			mustMeta(cur).SetResourceVersion("")
 			return merge(cur)
-		})
+		}))
 		if !apierrors.IsNotFound(err) || sub != "" {
 			return obj, false, err
 		}

@@ -104,22 +104,29 @@ func (s *Server) getObject(ctx context.Context, k *schemas.Kind, info requestInf
 
 // readAt reads one object from the log's view as fresh as ro asks.
 func (s *Server) readAt(ctx context.Context, k *schemas.Kind, ns, name string, ro statelog.ReadOptions) (runtime.Object, uint64, error) {
+	obj, e, err := s.readEntry(ctx, k, ns, name, ro)
+	return obj, e.Rev, err
+}
+
+// readEntry is readAt with the log's entry: its value is the object's stored form (plaintext),
+// what a write compares its own to, as kube-apiserver compares with the bytes etcd holds.
+func (s *Server) readEntry(ctx context.Context, k *schemas.Kind, ns, name string, ro statelog.ReadOptions) (runtime.Object, statelog.Entry, error) {
 	fctx, cancel := freshContext(ctx, ro.MinRev)
 	defer cancel()
 	e, err := s.log.Get(fctx, schemas.StorageKey(k, ns, name), ro)
 	if errors.Is(err, statelog.ErrNotFound) {
-		return nil, 0, apierrors.NewNotFound(groupResource(k), name)
+		return nil, statelog.Entry{}, apierrors.NewNotFound(groupResource(k), name)
 	}
 	if err != nil {
-		return nil, 0, s.readError(ctx, err, ro.MinRev)
+		return nil, statelog.Entry{}, s.readError(ctx, err, ro.MinRev)
 	}
 	// The value was most likely just written and decoded for the watchers (or is about to
 	// be): a copy of the shared decode costs a fraction of decoding it again per update.
 	se, err := s.events.object(k, e.Value, e.Rev)
 	if err != nil {
-		return nil, 0, err
+		return nil, statelog.Entry{}, err
 	}
-	return se.obj.DeepCopyObject(), e.Rev, nil
+	return se.obj.DeepCopyObject(), e, nil
 }
 
 // listEntries reads the entries under prefix as fresh as at asks.

@@ -159,7 +159,7 @@ func (s *Server) updateScale(ctx context.Context, k *schemas.Kind, ns, name stri
 			field.ErrorList{field.Invalid(field.NewPath("spec", "replicas"), sc.Spec.Replicas, "must be greater than or equal to 0")})
 	}
 	wo.trackAs = "scale" // the replicas belong to the scaler's entry on the scale subresource
-	obj, err := s.guaranteedUpdate(ctx, k, ns, name, "", "update", wo, func(cur runtime.Object) (runtime.Object, error) {
+	obj, err := s.guaranteedUpdate(ctx, k, ns, name, "", "update", wo, edited(func(cur runtime.Object) (runtime.Object, error) {
 		mustMeta(cur).SetResourceVersion(sc.ResourceVersion)
 		r := sc.Spec.Replicas
 		switch o := cur.(type) {
@@ -177,7 +177,7 @@ func (s *Server) updateScale(ctx context.Context, k *schemas.Kind, ns, name stri
 			}
 		}
 		return cur, nil
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}

@@ -47,10 +47,11 @@ func (e *Error) Error() string {
 type Handler func(ctx context.Context, subject string, data []byte, h nats.Header) (reply []byte, replyHeader nats.Header, err error)
 
 // Serve subscribes hd to subject in the queue group queue ("" = no group).
-// Each request runs in its own goroutine; a panicking handler answers with
-// an error instead of crashing the process.
+// Each request runs in a goroutine of its own (reused after it, workers.go); a
+// panicking handler answers with an error instead of crashing the process.
 func Serve(nc *nats.Conn, subject, queue string, hd Handler) (*nats.Subscription, error) {
-	cb := func(m *nats.Msg) { go handle(m, hd) }
+	w := newWorkers()
+	cb := func(m *nats.Msg) { w.run(func() { handle(m, hd) }) }
 	if queue == "" {
 		return nc.Subscribe(subject, cb)
 	}

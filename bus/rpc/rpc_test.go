@@ -115,3 +115,57 @@ func TestHandlerSeesCallerDeadline(t *testing.T) {
 		t.Fatal("handler never saw the deadline")
 	}
 }
+
+// Requests run concurrently however many wait at once (a watch long-polls in its handler), and
+// a handler that panicked leaves later requests served.
+func TestHandlersRunConcurrentlyAfterReuse(t *testing.T) {
+	_, nc := conn(t)
+	const n = 40
+	arrived := make(chan struct{}, n)
+	release := make(chan struct{})
+	_, err := Serve(nc, "svc.wait", "", func(ctx context.Context, _ string, data []byte, _ nats.Header) ([]byte, nats.Header, error) {
+		switch string(data) {
+		case "panic":
+			panic("bad")
+		case "wait":
+			arrived <- struct{}{}
+			<-release
+		}
+		return data, nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 5 { // goroutines that served these are idle, waiting for more
+		if _, _, err := Call(ctx, nc, "svc.wait", []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := Call(ctx, nc, "svc.wait", []byte("panic"), nil); err == nil {
+		t.Fatal("a panicking handler answered without an error")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			if _, _, err := Call(ctx, nc, "svc.wait", []byte("wait"), nil); err != nil {
+				errs <- err
+			}
+		})
+	}
+	for i := range n {
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			t.Fatalf("only %d of %d requests running at once", i, n)
+		}
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
