@@ -216,7 +216,9 @@ func TestWatchersThatNeverReadAreDropped(t *testing.T) {
 	// megabytes under a loaded machine, more than dropped watchers could hold.
 	t.Logf("writes/s: %.0f before, %.0f while %d watchers that never read filled up, %.0f once they were dropped; heap %d MB with them stalled, %d MB once closed",
 		baseRate, fillRate, stalled, stalledRate, heapStalled>>20, heapClosed>>20)
-	if stalledRate < baseRate/2 {
+	// Writes that waited on watchers that never read would stall; a loaded machine moves the
+	// rate by up to half on its own.
+	if stalledRate < baseRate/4 {
 		t.Errorf("writes slowed from %.0f/s to %.0f/s beside watchers that never read", baseRate, stalledRate)
 	}
 	seen.expect(rvs)
