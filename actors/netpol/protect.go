@@ -8,6 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/skiff-sh/skiff/bpf/policy"
 	"github.com/skiff-sh/skiff/internal/metrics"
@@ -64,7 +65,8 @@ func hostVeth(netnsPath string) (int, error) {
 		return 0, fmt.Errorf("pod network namespace: %w", err)
 	}
 	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
+	// Route netlink only: a handle for every family fails on a kernel without XFRM.
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return 0, fmt.Errorf("pod network namespace: %w", err)
 	}

@@ -24,6 +24,9 @@ var modules = []string{
 	"xt_MASQUERADE", "xt_comment", "xt_addrtype", "xt_conntrack", "xt_mark", "xt_multiport",
 	// The CNI firewall plugin opens both iptables protocols even for IPv4-only pods.
 	"ip6_tables", "ip6table_filter",
+	// This kernel (6.1) has no tcx: NetworkPolicy and NodePort programs go on as legacy tc
+	// filters, under a clsact qdisc. Busybox's insmod loads nothing on demand.
+	"sch_ingress", "cls_bpf",
 }
 
 // initScript is the VM's PID 1. Per-VM settings come from the kernel command line
