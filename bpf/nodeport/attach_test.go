@@ -24,23 +24,7 @@ func TestAttachedInBothModes(t *testing.T) {
 			pin := cgrouptest.MountBPFFS(t)
 			p := vethns.New(t)
 			// The pod side plays the node: the programs go on its eth0, the client is the other end.
-			var ln net.Listener
-			p.Do(t, p.Pod, func() {
-				var err error
-				if ln, err = net.Listen("tcp", ":0"); err != nil {
-					t.Fatal(err)
-				}
-			})
-			defer ln.Close()
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					c.Close()
-				}
-			}()
+			ln := p.Sink(t, p.Pod, ":0")
 			open := uint16(ln.Addr().(*net.TCPAddr).Port)
 			connects := func(port uint16) bool {
 				var err error

@@ -25,23 +25,7 @@ func TestAttachedEnforcesInBothModes(t *testing.T) {
 			pin := filepath.Join(bpffstest.Mount(t), "node")
 			p := vethns.New(t)
 			target := netip.AddrPortFrom(p.PodAddr, 8080).String()
-			var ln net.Listener
-			p.Do(t, p.Pod, func() {
-				var err error
-				if ln, err = net.Listen("tcp", target); err != nil {
-					t.Fatal(err)
-				}
-			})
-			defer ln.Close()
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					c.Close()
-				}
-			}()
+			p.Sink(t, p.Pod, target)
 			connects := func(step string, want bool) {
 				t.Helper()
 				var err error

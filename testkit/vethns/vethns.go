@@ -94,3 +94,28 @@ func (p *Pair) Do(t *testing.T, ns string, fn func()) {
 	}()
 	fn()
 }
+
+// Sink listens on TCP addr inside namespace ns and accepts and closes every connection, so
+// a test can tell a connect that went through from one that was dropped. It is closed when
+// the test ends.
+func (p *Pair) Sink(t *testing.T, ns, addr string) net.Listener {
+	t.Helper()
+	var ln net.Listener
+	p.Do(t, ns, func() {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln
+}
