@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/skiff-sh/skiff/testkit/needs"
+	"github.com/skiff-sh/skiff/testkit/tcpsink"
 )
 
 // Pair is the two namespaces; HostIf is the veth's node side, Index its ifindex there.
@@ -103,19 +104,10 @@ func (p *Pair) Sink(t *testing.T, ns, addr string) net.Listener {
 	var ln net.Listener
 	p.Do(t, ns, func() {
 		var err error
-		if ln, err = net.Listen("tcp", addr); err != nil {
+		if ln, err = tcpsink.Listen(addr); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
 	return ln
 }

@@ -2,7 +2,6 @@ package benchutil
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"time"
 
@@ -37,22 +36,4 @@ func ConnectLatency(dst netip.AddrPort, n int) (p50, p99 time.Duration, err erro
 	}
 	p50, p99 = Percentiles(lat)
 	return p50, p99, nil
-}
-
-// SinkServer accepts and drops connections so the backlog never fills.
-func SinkServer(addr string) (net.Listener, error) {
-	ln, err := net.Listen("tcp4", addr)
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return ln, nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
+	"github.com/skiff-sh/skiff/testkit/tcpsink"
 )
 
 // Options tunes the run; zero fields take the defaults.
@@ -69,7 +70,7 @@ func Run(w io.Writer, opts Options) error {
 	// Listeners for every backend a workload can name, inside the namespace.
 	err = ns.Do(func() error {
 		for _, be := range backendsOf(opts.BackendsPerService+1, false) {
-			ln, err := benchutil.SinkServer(be.String())
+			ln, err := tcpsink.Listen(be.String())
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skiff-sh/skiff/bpf/policy"
 	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
+	"github.com/skiff-sh/skiff/testkit/tcpsink"
 )
 
 // node is a private node namespace with a bridge and two pod namespaces on it, each veth's
@@ -96,7 +97,7 @@ func (n *node) attach(dp *policy.Dataplane) error {
 // serve accepts and drops connections at addr in the server pod.
 func (n *node) serve(addr netip.AddrPort) error {
 	return n.server.Do(func() error {
-		_, err := benchutil.SinkServer(addr.String())
+		_, err := tcpsink.Listen(addr.String())
 		return err
 	})
 }
