@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/skiff-sh/skiff/bpf/pinnedlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,36 +43,18 @@ func (d *Dataplane) linkDir(cgroupPath string) string {
 }
 
 func (d *Dataplane) attachOne(path string, h hook) (link.Link, error) {
-	if d.pinPath == "" {
+	attach := func() (link.Link, error) {
 		return link.AttachCgroup(link.CgroupOptions{Path: path, Attach: h.at, Program: h.prog})
 	}
-	dir := d.linkDir(path)
-	pin := filepath.Join(dir, h.name)
-	if l, err := link.LoadPinnedLink(pin, nil); err == nil {
-		if sameCgroup(l, path) {
-			// Atomic program replacement: the hook is never empty.
-			if err := l.Update(h.prog); err != nil {
-				l.Close()
-				return nil, fmt.Errorf("update pinned link: %w", err)
-			}
-			return l, nil
-		}
-		// Pinned to a cgroup that was deleted and made again: drop it.
-		_ = l.Unpin()
-		l.Close()
+	if d.pinPath == "" {
+		return attach()
 	}
+	dir := d.linkDir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	l, err := link.AttachCgroup(link.CgroupOptions{Path: path, Attach: h.at, Program: h.prog})
-	if err != nil {
-		return nil, err
-	}
-	if err := l.Pin(pin); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("pin link: %w", err)
-	}
-	return l, nil
+	// A pinned link on another cgroup: ours was deleted and made again.
+	return pinnedlink.Attach(filepath.Join(dir, h.name), h.prog, func(l link.Link) bool { return sameCgroup(l, path) }, attach)
 }
 
 // sameCgroup reports whether l is attached to the cgroup at path (a

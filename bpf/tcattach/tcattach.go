@@ -16,6 +16,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/skiff-sh/skiff/bpf/pinnedlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -126,31 +127,17 @@ func Attach(m Mode, h Hook, prog *ebpf.Program) (*Attachment, error) {
 }
 
 func attachTCX(h Hook, prog *ebpf.Program) (link.Link, error) {
-	opts := link.TCXOptions{Interface: h.Ifindex, Program: prog, Attach: h.attachType()}
+	attach := func() (link.Link, error) {
+		return link.AttachTCX(link.TCXOptions{Interface: h.Ifindex, Program: prog, Attach: h.attachType()})
+	}
 	if h.Pin == "" {
-		return link.AttachTCX(opts)
+		return attach()
 	}
-	if l, err := link.LoadPinnedLink(h.Pin, nil); err == nil {
-		if info, err := l.Info(); err == nil && info.TCX() != nil && int(info.TCX().Ifindex) == h.Ifindex {
-			if err := l.Update(prog); err != nil {
-				l.Close()
-				return nil, fmt.Errorf("update pinned link: %w", err)
-			}
-			return l, nil
-		}
-		// Its interface is gone (the index was reused): so is the link.
-		_ = l.Unpin()
-		l.Close()
-	}
-	l, err := link.AttachTCX(opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.Pin(h.Pin); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("pin link: %w", err)
-	}
-	return l, nil
+	// A pinned link on another interface means ours is gone (its index was reused): so is the link.
+	return pinnedlink.Attach(h.Pin, prog, func(l link.Link) bool {
+		info, err := l.Info()
+		return err == nil && info.TCX() != nil && int(info.TCX().Ifindex) == h.Ifindex
+	}, attach)
 }
 
 // Mode is how the program was attached.
@@ -225,11 +212,7 @@ func DetachPinned(dir string) error {
 // Programs lists the ids of the programs on one side of an interface: by tcx link and by
 // legacy filter, apart.
 func Programs(ifindex int, egress bool) (tcx, tc []ebpf.ProgramID, err error) {
-	at := ebpf.AttachTCXIngress
-	if egress {
-		at = ebpf.AttachTCXEgress
-	}
-	res, err := link.QueryPrograms(link.QueryOptions{Target: ifindex, Attach: at})
+	res, err := link.QueryPrograms(link.QueryOptions{Target: ifindex, Attach: Hook{Egress: egress}.attachType()})
 	switch {
 	case err == nil:
 		for _, p := range res.Programs {
