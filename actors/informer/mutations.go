@@ -11,8 +11,7 @@ import (
 
 // mutationCheck keeps a deep copy of each object as it was cached, to catch a reader that
 // changed a shared one (as client-go's cache mutation detector does): cached objects are
-// shared with every component of the process, and in one that serves the API with the
-// watch cache too, so such a change would reach other components, watchers and updates.
+// shared with every component of the process, so such a change would reach the others.
 // Guarded by the informer's mu.
 type mutationCheck struct {
 	pristine map[string]runtime.Object // by storage key
