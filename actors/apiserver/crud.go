@@ -37,7 +37,7 @@ func traceHeader(ctx context.Context) statelog.Header {
 	if len(carrier) == 0 {
 		return nil
 	}
-	return statelog.Header(carrier)
+	return statelog.HeaderFrom(carrier)
 }
 
 func (s *Server) get(ctx context.Context, k *schemas.Kind, ns, name string) (runtime.Object, error) {

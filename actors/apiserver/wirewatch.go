@@ -118,7 +118,7 @@ func appendTraced(b *bytes.Buffer, line []byte, h statelog.Header) {
 	b.Write(line)
 	trace := map[string]string{}
 	for _, key := range []string{"traceparent", "tracestate"} {
-		if v := h[key]; v != "" {
+		if v := h.Get(key); v != "" {
 			trace[key] = v
 		}
 	}

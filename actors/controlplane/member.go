@@ -58,7 +58,7 @@ func JoinReading(ctx context.Context, natsURL, name string, r Reads, auth ...NAT
 	// A member serves no API: its informers are the view's only readers. They decode each event
 	// once and relist seldom, so the view packs its values; they watch from snapshots of their
 	// own, so its history starts at Open and is short.
-	logCfg := statelog.Config{ReadOnly: true, DropHeaders: r.Untraced, PackValues: true, HistoryBytes: MemberHistoryBytes,
+	logCfg := statelog.Config{ReadOnly: true, DropHeaders: r.Untraced, HistoryBytes: MemberHistoryBytes,
 		HistoryFromOpen: true}
 	for _, k := range r.Kinds {
 		logCfg.Only = append(logCfg.Only, schemas.StoragePrefix(k, ""))

@@ -186,7 +186,7 @@ func (s *apiStream) event(we apiwire.WatchEvent) (statelog.Event, error) {
 	if err != nil {
 		return statelog.Event{}, err
 	}
-	ev := statelog.Event{Key: schemas.StorageKey(s.a.Kind, m.Namespace, m.Name), Rev: m.rev, Value: we.Object, Header: we.Trace}
+	ev := statelog.Event{Key: schemas.StorageKey(s.a.Kind, m.Namespace, m.Name), Rev: m.rev, Value: we.Object, Header: statelog.HeaderFrom(we.Trace)}
 	switch we.Type {
 	case "ADDED", "MODIFIED":
 		ev.Type = statelog.EventPut

@@ -299,7 +299,7 @@ func (i *Informer) apply(ev statelog.Event) {
 		i.objects[ev.Key] = obj
 		i.indexes.update(ev.Key, old, obj)
 		i.checkReplace(ev.Key, old, obj)
-		if ev.Header["traceparent"] != "" {
+		if ev.Header.Get("traceparent") != "" {
 			i.traces[ev.Key] = ev.Header
 		} else {
 			delete(i.traces, ev.Key)
@@ -332,8 +332,19 @@ func (i *Informer) TraceContext(ctx context.Context, namespace, name string) con
 	if len(h) == 0 {
 		return ctx
 	}
-	return otel.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier(h))
+	return otel.GetTextMapPropagator().Extract(ctx, headerCarrier(h))
 }
+
+// headerCarrier reads a stored trace context for a propagator's Extract.
+type headerCarrier statelog.Header
+
+var _ propagation.TextMapCarrier = headerCarrier(nil)
+
+func (c headerCarrier) Get(key string) string { return statelog.Header(c).Get(key) }
+func (c headerCarrier) Keys() []string        { return statelog.Header(c).Names() }
+
+// Set is never called by Extract; a stored header is not changed.
+func (headerCarrier) Set(string, string) {}
 
 // WaitForSync blocks until the first snapshot is in, or ctx ends.
 func (i *Informer) WaitForSync(ctx context.Context) bool {

@@ -31,21 +31,24 @@ func (l *Log) Applied() uint64 { return l.applied() }
 
 func (v *view) listAt(prefix string, rev uint64) ([]Entry, bool) {
 	v.mu.RLock()
-	defer v.mu.RUnlock()
 	if rev < v.oldestWatchRev() {
+		v.mu.RUnlock()
 		return nil, false
 	}
-	live := v.listLocked(prefix)
+	items := v.itemsLocked(prefix)
 	// The first event of a key after rev holds the key's state at rev: its previous value,
-	// or none for a create.
-	first := map[string]*Event{}
+	// or none for a create. Copies: the history's slots are cleared as it is trimmed.
+	first := map[string]Event{}
 	i := sort.Search(len(v.history), func(i int) bool { return v.history[i].Rev > rev })
 	for j := i; j < len(v.history); j++ {
-		ev := &v.history[j]
+		ev := v.history[j]
 		if _, seen := first[ev.Key]; !seen && strings.HasPrefix(ev.Key, prefix) {
 			first[ev.Key] = ev
 		}
 	}
+	v.mu.RUnlock()
+	// Values are unpacked after the lock, so a long list does not hold up the applier.
+	live := v.entries(items)
 	if len(first) == 0 {
 		return live, true
 	}
@@ -57,7 +60,7 @@ func (v *view) listAt(prefix string, rev uint64) ([]Entry, bool) {
 	}
 	for key, ev := range first {
 		if ev.PrevRev != 0 {
-			out = append(out, Entry{Key: key, Rev: ev.PrevRev, Value: ev.PrevValue})
+			out = append(out, Entry{Key: key, Rev: ev.PrevRev, Value: v.packer.unpack(key, ev.PrevValue)})
 		}
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Key, b.Key) })

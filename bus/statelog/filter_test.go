@@ -20,7 +20,7 @@ func TestFilteredViewReachesRevisionsOfOtherKinds(t *testing.T) {
 			w := e.open(Config{Memory: true})
 			create := func(key string) uint64 {
 				t.Helper()
-				return must[uint64](t)(w.Create(ctx(t), key, []byte(key), Header{"traceparent": "00-" + key}))
+				return must[uint64](t)(w.Create(ctx(t), key, []byte(key), Header{{"traceparent", "00-" + key}}))
 			}
 			create("core/pods/ns/p0")
 			svc := create("core/services/ns/s0")
@@ -135,13 +135,13 @@ func TestFilteredViewRefusesWhatItDoesNotHold(t *testing.T) {
 func TestDropHeaders(t *testing.T) {
 	e := newEnv(t)
 	w := e.open(Config{Memory: true})
-	must[uint64](t)(w.Create(ctx(t), "a/b", []byte("v"), Header{"traceparent": "00-abc"}))
+	must[uint64](t)(w.Create(ctx(t), "a/b", []byte("v"), Header{{"traceparent", "00-abc"}}))
 	r := e.open(Config{ReadOnly: true, DropHeaders: true})
 	got := must[Entry](t)(r.Get(ctx(t), "a/b", ReadOptions{}))
-	if got.Header != nil || string(got.Value) != "v" {
+	if len(got.Header) != 0 || string(got.Value) != "v" {
 		t.Fatalf("dropped headers: %+v", got)
 	}
-	if kept := must[Entry](t)(w.Get(ctx(t), "a/b", ReadOptions{})); kept.Header["traceparent"] != "00-abc" {
+	if kept := must[Entry](t)(w.Get(ctx(t), "a/b", ReadOptions{})); kept.Header.Get("traceparent") != "00-abc" {
 		t.Fatalf("kept headers: %+v", kept)
 	}
 }

@@ -1,7 +1,6 @@
 package statelog
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -12,7 +11,6 @@ import (
 // event in order.
 func TestHistoryBoundedBySize(t *testing.T) {
 	e := newEnv(t)
-	value := bytes.Repeat([]byte("v"), 1000)
 	// Room for about eight events of this size (a put counts its previous value too).
 	const limit = 8 * 2200
 	l := e.open(Config{Memory: true, HistoryBytes: limit})
@@ -23,9 +21,10 @@ func TestHistoryBoundedBySize(t *testing.T) {
 		var rev uint64
 		var err error
 		if i < 4 {
-			rev, err = l.Create(c, key, value, nil)
+			rev, err = l.Create(c, key, incompressible(1000), nil)
 		} else {
-			rev, err = l.Update(c, key, value, revs[i-4], nil)
+			// New bytes each time: the bound counts what the view keeps, packed or not.
+			rev, err = l.Update(c, key, incompressible(1000), revs[i-4], nil)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -68,7 +67,7 @@ func TestCompactAfterTheHistoryWasTrimmed(t *testing.T) {
 	e := newEnv(t)
 	l := e.open(Config{HistoryBytes: 4000})
 	c := ctx(t)
-	value := bytes.Repeat([]byte("x"), 400)
+	value := incompressible(400)
 	first := map[string]uint64{}
 	last := map[string]uint64{}
 	for round := range 5 {

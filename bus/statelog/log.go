@@ -1,7 +1,6 @@
 package statelog
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -182,11 +181,6 @@ func (l *Log) apply(seq uint64, subj string, h nats.Header, data []byte, at time
 			var keep Header
 			if !l.cfg.DropHeaders {
 				keep = fromNATSHeader(h)
-			}
-			if len(h) > 0 {
-				// The client reads headers and data into one buffer: a copy of the data alone
-				// lets the header bytes go with the message.
-				data = bytes.Clone(data)
 			}
 			ev, blocked := l.view.applyKey(seq, key, del, l.fromStorage(key, data, del), keep, at)
 			l.settle(key, seq)
@@ -391,33 +385,4 @@ func (l *Log) List(ctx context.Context, prefix string, o ReadOptions) ([]Entry, 
 	}
 	es, rev := l.view.list(prefix)
 	return es, rev, nil
-}
-
-func toNATSHeader(h Header) nats.Header {
-	nh := make(nats.Header, len(h)+1)
-	for k, v := range h {
-		if reservedHeader(k) {
-			continue
-		}
-		nh[k] = []string{v}
-	}
-	return nh
-}
-
-func fromNATSHeader(nh nats.Header) Header {
-	var h Header
-	for k, vs := range nh {
-		if reservedHeader(k) || len(vs) == 0 {
-			continue
-		}
-		if h == nil {
-			h = Header{}
-		}
-		h[k] = vs[0]
-	}
-	return h
-}
-
-func reservedHeader(k string) bool {
-	return len(k) >= 5 && (strings.EqualFold(k[:5], "Nats-") || len(k) >= 6 && strings.EqualFold(k[:6], "Skiff-"))
 }

@@ -1,8 +1,11 @@
 package statelog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -34,7 +37,7 @@ func TestPackedValuesReadBackAsWritten(t *testing.T) {
 	if _, err := w.Create(ctx(t), "core/configmaps/bench/short", []byte("x"), nil); err != nil {
 		t.Fatal(err) // its kind has too few bytes to seed a dictionary: kept as written
 	}
-	r := e.open(Config{ReadOnly: true, PackValues: true})
+	r := e.open(Config{ReadOnly: true})
 	if err := r.WaitForRev(ctx(t), w.Rev()); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +57,7 @@ func TestPackedValuesReadBackAsWritten(t *testing.T) {
 	var written, kept int
 	r.view.mu.RLock()
 	r.view.live.Ascend(func(it *item) bool {
-		if it.packed {
+		if it.e.Value[0] == keptDict {
 			kept += len(it.e.Value)
 			written += len(svcJSON(0))
 		}
@@ -110,7 +113,7 @@ func TestHistoryFromOpen(t *testing.T) {
 	if _, err := w.Create(ctx(t), "core/services/bench/b", svcJSON(2), nil); err != nil {
 		t.Fatal(err)
 	}
-	r := e.open(Config{ReadOnly: true, PackValues: true, HistoryFromOpen: true})
+	r := e.open(Config{ReadOnly: true, HistoryFromOpen: true})
 	if err := r.WaitForRev(ctx(t), w.Rev()); err != nil {
 		t.Fatal(err)
 	}
@@ -144,4 +147,100 @@ func TestHistoryFromOpen(t *testing.T) {
 	if ev := next(t, again); ev.Rev != rev {
 		t.Fatalf("replayed event: %+v", ev)
 	}
+}
+
+// Values of a kind with a dictionary come back as written through the history too: a watch
+// replaying creates, updates (their previous values) and deletes, and an exact list.
+func TestPackedValuesReadBackFromHistory(t *testing.T) {
+	l := newEnv(t).open(Config{})
+	c := ctx(t)
+	for i := range 40 { // past the kind's dictionary seed
+		if _, err := l.Create(c, fmt.Sprintf("core/services/seed/svc-%d", i), svcJSON(i), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := l.Rev()
+	key := "core/services/bench/a"
+	r1, err := l.Create(c, key, svcJSON(101), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := l.Update(c, key, svcJSON(102), r1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.view.mu.RLock()
+	it, _ := l.view.live.Get(&item{key: key})
+	l.view.mu.RUnlock()
+	if it.e.Value[0] != keptDict {
+		t.Fatalf("a Service after its kind's seed is kept plain")
+	}
+	at, err := l.ListAt(c, "core/services/bench/", r1)
+	if err != nil || len(at) != 1 || !bytes.Equal(at[0].Value, svcJSON(101)) {
+		t.Fatalf("list at %d: %+v, %v", r1, at, err)
+	}
+	replay, err := l.Watch(c, "core/services/bench/", WatchOptions{FromRev: before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replay.Stop()
+	if ev := next(t, replay); ev.Rev != r1 || !bytes.Equal(ev.Value, svcJSON(101)) || ev.PrevValue != nil {
+		t.Fatalf("replayed create: %+v", ev)
+	}
+	if ev := next(t, replay); ev.Rev != r2 || !bytes.Equal(ev.Value, svcJSON(102)) || !bytes.Equal(ev.PrevValue, svcJSON(101)) {
+		t.Fatalf("replayed update: %+v", ev)
+	}
+	rd, err := l.Delete(c, key, r2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, replay); ev.Type != EventDelete || ev.Rev != rd || !bytes.Equal(ev.Value, svcJSON(102)) || !bytes.Equal(ev.PrevValue, svcJSON(102)) {
+		t.Fatalf("live delete: %+v", ev)
+	}
+	again, err := l.Watch(c, "core/services/bench/", WatchOptions{FromRev: r2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Stop()
+	if ev := next(t, again); ev.Type != EventDelete || !bytes.Equal(ev.Value, svcJSON(102)) || !bytes.Equal(ev.PrevValue, svcJSON(102)) {
+		t.Fatalf("replayed delete: %+v", ev)
+	}
+}
+
+// A value the kind's dictionary cannot shrink, a tiny one, an empty one and nil all come back
+// as they were; only the first ones seed the dictionary.
+func TestKeepUnpacksWhatItKept(t *testing.T) {
+	p := newPacker()
+	const key = "core/services/ns/x"
+	for i := range 40 {
+		p.keep(key, svcJSON(i))
+	}
+	if p.dict(kindOf(key)) == nil {
+		t.Fatal("no dictionary after 40 Services")
+	}
+	for _, v := range [][]byte{svcJSON(500), incompressible(700), []byte("x"), {}, nil} {
+		kept := p.keep(key, v)
+		if got := p.unpack(key, kept); !bytes.Equal(got, v) || (v == nil) != (got == nil) {
+			t.Fatalf("value of %d bytes came back as %d bytes", len(v), len(got))
+		}
+	}
+	if kept := p.keep(key, incompressible(700)); kept[0] != keptPlain {
+		t.Fatal("a value the dictionary cannot shrink was packed")
+	}
+	if kept := p.keep(key, svcJSON(501)); kept[0] != keptDict || len(kept) > len(svcJSON(501))/3 {
+		t.Fatalf("a Service kept in %d of %d bytes (tag %d)", len(kept), len(svcJSON(501)), kept[0])
+	}
+}
+
+var incompressibleSeed atomic.Uint64
+
+// incompressible is n bytes that S2 cannot shrink, new ones on every call (a value seen
+// before would pack against a dictionary it seeded).
+func incompressible(n int) []byte {
+	r := rand.New(rand.NewPCG(incompressibleSeed.Add(1), 2))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
 }

@@ -14,7 +14,7 @@ func TestCRUD(t *testing.T) {
 	c := ctx(t)
 	key := "discovery.k8s.io/endpointslices/default/web.v2-x y"
 
-	r1, err := l.Create(c, key, []byte("a"), Header{"traceparent": "00-abc-01"})
+	r1, err := l.Create(c, key, []byte("a"), Header{{"traceparent", "00-abc-01"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,11 +22,11 @@ func TestCRUD(t *testing.T) {
 		t.Fatalf("second create: %v", err)
 	}
 	got, err := l.Get(c, key, ReadOptions{MinRev: r1})
-	if err != nil || string(got.Value) != "a" || got.Rev != r1 || got.Header["traceparent"] != "00-abc-01" {
+	if err != nil || string(got.Value) != "a" || got.Rev != r1 || got.Header.Get("traceparent") != "00-abc-01" {
 		t.Fatalf("get: %+v %v", got, err)
 	}
-	if _, ok := got.Header[hdrOp]; ok {
-		t.Fatal("internal header leaked")
+	if len(got.Header) != 1 || got.Header.Get(hdrOp) != "" {
+		t.Fatalf("internal header leaked: %v", got.Header)
 	}
 	r2, err := l.Update(c, key, []byte("b"), r1, nil)
 	if err != nil {

@@ -28,9 +28,10 @@ var (
 const DefaultStream = "STATE"
 
 // DefaultHistoryBytes is the default bound of a view's event history. Compaction bounds the
-// history by age; this bounds it by size, whatever the write rate. 64 MiB holds about three
-// minutes of 5,000 nodes' lease renewals (kube-apiserver's watch cache aims at 75 s) or some
-// 20,000 pod writes; a watcher further behind relists.
+// history by age; this bounds it by size, whatever the write rate. It counts values packed
+// (packed.go): a lease renewal costs ~420 bytes, so 64 MiB holds about five minutes of 5,000
+// nodes' renewals (kube-apiserver's watch cache aims at 75 s), or tens of thousands of pod
+// writes; a watcher further behind relists.
 const DefaultHistoryBytes = 64 << 20
 
 // Config configures a Log.
@@ -69,11 +70,6 @@ type Config struct {
 	// DropHeaders: the view keeps no write headers (the trace context), for readers that
 	// start no traced work from what they read; Entry.Header and Event.Header are nil.
 	DropHeaders bool
-	// PackValues: the view keeps live values compressed (packed.go), for readers that read
-	// them back rarely: informers decode each event once and relist seldom. Snapshots, Get,
-	// List and the previous values of events then unpack them. A small HistoryBytes goes with
-	// it: the history keeps its events' values as written.
-	PackValues bool
 	// HistoryFromOpen: the history starts at the revision Open replayed to, for readers whose
 	// watches all start from a snapshot of their own (informers), which never read the
 	// replay's events; a watch from before it gets ErrExpired.
@@ -109,10 +105,6 @@ func (c *Config) defaults() {
 		c.HistoryBytes = DefaultHistoryBytes
 	}
 }
-
-// Header travels with each write as NATS message headers (W3C traceparent etc.).
-// Names starting with "Nats-" or "Skiff-" are reserved.
-type Header map[string]string
 
 // Entry is the live value of a key. Value is shared: do not modify it.
 type Entry struct {

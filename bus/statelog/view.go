@@ -9,24 +9,27 @@ import (
 	"github.com/google/btree"
 )
 
+// item is a live key; e.Value is its kept form (packed.go): read it through view.entry.
+// Items are never changed once in the tree (a write inserts a new one), so a reader may use
+// one after the lock.
 type item struct {
-	key    string
-	e      Entry
-	packed bool // e.Value is packed (Config.PackValues): read it through view.entry
+	key string
+	e   Entry
 }
 
 func lessItem(a, b *item) bool { return a.key < b.key }
 
 // view is the in-memory state built from the stream: live keys, tombstones
 // still in the stream (a re-create must CAS on them), and the event history
-// since the compaction mark (the watch cache), at most historyLimit bytes of it.
+// since the compaction mark (the watch cache), at most historyLimit bytes of it. Live and
+// history values are kept packed (packed.go).
 type view struct {
 	mu        sync.RWMutex
 	rev       uint64
 	compacted uint64
 	live      *btree.BTreeG[*item]
 	tombs     map[string]uint64
-	history   []Event
+	history   []Event // values and previous values in their kept form: read through view.event
 	watchers  map[*Watcher]struct{}
 	changed   chan struct{} // closed and replaced whenever rev advances
 
@@ -38,7 +41,7 @@ type view struct {
 	trimmed     uint64
 	trimmedKeys map[string]trimmedWrite
 
-	packer *packer // nil: live values are kept as written
+	packer *packer
 }
 
 type trimmedWrite struct {
@@ -53,14 +56,12 @@ func newView(cfg Config) *view {
 		watchers:     map[*Watcher]struct{}{},
 		changed:      make(chan struct{}),
 		historyLimit: cfg.HistoryBytes,
+		packer:       newPacker(),
 	}
 	// Only a view that can plan a compaction (Compact refuses read-only and filtered ones)
 	// needs the writes its history let go of.
 	if !cfg.ReadOnly && len(cfg.Only) == 0 {
 		v.trimmedKeys = map[string]trimmedWrite{}
-	}
-	if cfg.PackValues {
-		v.packer = newPacker()
 	}
 	return v
 }
@@ -78,9 +79,12 @@ func (v *view) removeWatcher(w *Watcher) {
 	}
 }
 
-// eventOverhead approximates what an event costs besides its key and values: the Event in
-// the history slice and its header map.
+// eventOverhead approximates what an event costs besides its key, values and header: the
+// Event in the history slice.
 const eventOverhead = 160
+
+// headerFieldSize is what a header field costs besides its value (its name is shared).
+const headerFieldSize = 32
 
 // eventCost is what an event keeps in memory. A previous value is often shared with the
 // previous event of the key; counting it anyway keeps the bound an upper bound.
@@ -89,8 +93,8 @@ func eventCost(ev *Event) int64 {
 	if len(ev.PrevValue) > 0 && (len(ev.Value) == 0 || &ev.PrevValue[0] != &ev.Value[0]) {
 		n += len(ev.PrevValue)
 	}
-	for k, v := range ev.Header {
-		n += len(k) + len(v)
+	for _, f := range ev.Header {
+		n += headerFieldSize + len(f.Value)
 	}
 	return int64(n)
 }
@@ -150,16 +154,27 @@ func (v *view) advance(seq uint64) {
 	v.changed = make(chan struct{})
 }
 
-// applyKey applies one key message at stream sequence seq. It returns the event and the
-// watchers that could not take it at once (fanout).
+// applyKey applies one key message at stream sequence seq: value as written (for the live
+// watchers) and packed (for the view). It returns the event and the watchers that could not
+// take it at once (fanout). Only the applier (under Log.applyMu) changes the live keys, so
+// the previous value is unpacked for the watchers before the view is locked.
 func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header, at time.Time) (*Event, []*Watcher) {
+	v.mu.RLock()
+	prev, had := v.live.Get(&item{key: key})
+	v.mu.RUnlock()
+	var prevValue, kept []byte
+	if had {
+		prevValue = v.packer.unpack(key, prev.e.Value)
+	}
+	if !del {
+		kept = v.packer.keep(key, value)
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if seq <= v.rev {
 		return nil, nil // redelivery after a consumer reset
 	}
-	prev, had := v.live.Get(&item{key: key})
-	var ev Event
+	var ev, hev Event // as handed to the live watchers, as the history keeps it
 	if del {
 		if !had {
 			v.tombs[key] = seq
@@ -168,17 +183,21 @@ func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header
 		}
 		v.live.Delete(prev)
 		v.tombs[key] = seq
-		old := v.entry(prev).Value
-		ev = Event{Type: EventDelete, Key: key, Rev: seq, Value: old, PrevRev: prev.e.Rev, PrevValue: old, Header: h, Time: at}
+		ev = Event{Type: EventDelete, Key: key, Rev: seq, Value: prevValue, PrevRev: prev.e.Rev, PrevValue: prevValue, Header: h, Time: at}
+		hev = ev
+		hev.Value, hev.PrevValue = prev.e.Value, prev.e.Value
 	} else {
 		delete(v.tombs, key)
-		v.live.ReplaceOrInsert(v.newItem(key, seq, value, h))
+		v.live.ReplaceOrInsert(&item{key: key, e: Entry{Key: key, Rev: seq, Value: kept, Header: h}})
 		ev = Event{Type: EventPut, Key: key, Rev: seq, Value: value, Header: h, Time: at}
+		hev = ev
+		hev.Value = kept
 		if had {
-			ev.PrevRev, ev.PrevValue = prev.e.Rev, v.entry(prev).Value
+			ev.PrevRev, ev.PrevValue = prev.e.Rev, prevValue
+			hev.PrevRev, hev.PrevValue = prev.e.Rev, prev.e.Value
 		}
 	}
-	v.appendHistory(ev)
+	v.appendHistory(hev)
 	v.advance(seq)
 	return v.fanout(ev)
 }
@@ -245,12 +264,13 @@ func (v *view) bookmark() {
 
 func (v *view) get(key string) (Entry, uint64, bool) {
 	v.mu.RLock()
-	defer v.mu.RUnlock()
 	it, ok := v.live.Get(&item{key: key})
+	rev := v.rev
+	v.mu.RUnlock()
 	if !ok {
-		return Entry{}, v.rev, false
+		return Entry{}, rev, false
 	}
-	return v.entry(it), v.rev, true
+	return v.entry(it), rev, true
 }
 
 // state tells what the view knows of key: live rev, or tombstone rev.
@@ -263,21 +283,31 @@ func (v *view) state(key string) (liveRev, tombRev uint64) {
 	return 0, v.tombs[key]
 }
 
+// list unpacks the values after the lock, so a long list does not hold up the applier.
 func (v *view) list(prefix string) ([]Entry, uint64) {
 	v.mu.RLock()
-	defer v.mu.RUnlock()
-	return v.listLocked(prefix), v.rev
+	items, rev := v.itemsLocked(prefix), v.rev
+	v.mu.RUnlock()
+	return v.entries(items), rev
 }
 
-func (v *view) listLocked(prefix string) []Entry {
-	var out []Entry
+func (v *view) itemsLocked(prefix string) []*item {
+	var out []*item
 	v.live.AscendGreaterOrEqual(&item{key: prefix}, func(it *item) bool {
 		if !strings.HasPrefix(it.key, prefix) {
 			return false
 		}
-		out = append(out, v.entry(it))
+		out = append(out, it)
 		return true
 	})
+	return out
+}
+
+func (v *view) entries(items []*item) []Entry {
+	out := make([]Entry, len(items))
+	for i, it := range items {
+		out[i] = v.entry(it)
+	}
 	return out
 }
 

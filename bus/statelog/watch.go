@@ -17,7 +17,7 @@ type Watcher struct {
 	start     uint64 // live events with Rev <= start are covered by initial
 	bookmarks bool
 	snapshot  []*item     // SendInitial: the live items at start (immutable, shared with the view)
-	initial   []Event     // after snapshot: its closing bookmark, or the history since FromRev
+	initial   []Event     // after snapshot: its closing bookmark, or the history since FromRev (kept form)
 	in        chan *Event // shared with the event's other watchers: read only
 	out       chan Event
 	done      chan struct{}
@@ -75,14 +75,14 @@ func (w *Watcher) run(ctx context.Context) {
 	}
 	for i, it := range w.snapshot {
 		w.snapshot[i] = nil // what was sent is not kept alive by this watcher
-		e := w.v.entry(it)
+		e := w.v.entry(it)  // unpacked here, not under the view's lock
 		if !send(Event{Type: EventPut, Key: it.key, Rev: e.Rev, Value: e.Value, Header: e.Header}) {
 			return
 		}
 	}
 	w.snapshot = nil
-	for _, ev := range w.initial {
-		if !send(ev) {
+	for i := range w.initial {
+		if !send(w.v.event(&w.initial[i])) {
 			return
 		}
 	}

@@ -181,14 +181,14 @@ func TestPrefixFilterAndDeleteValue(t *testing.T) {
 	defer w.Stop()
 	must[uint64](t)(l.Create(c, "core/pods/other/x", []byte("no"), nil))
 	must[uint64](t)(l.Create(c, "core/services/ns/x", []byte("no"), nil))
-	r1 := must[uint64](t)(l.Create(c, "core/pods/ns/x", []byte("yes"), Header{"traceparent": "t1"}))
-	r2 := must[uint64](t)(l.Delete(c, "core/pods/ns/x", r1, Header{"traceparent": "t2"}))
+	r1 := must[uint64](t)(l.Create(c, "core/pods/ns/x", []byte("yes"), Header{{"traceparent", "t1"}}))
+	r2 := must[uint64](t)(l.Delete(c, "core/pods/ns/x", r1, Header{{"traceparent", "t2"}}))
 	put, del := next(t, w), next(t, w)
-	if put.Type != EventPut || put.Rev != r1 || put.Header["traceparent"] != "t1" {
+	if put.Type != EventPut || put.Rev != r1 || put.Header.Get("traceparent") != "t1" {
 		t.Fatalf("put %+v", put)
 	}
 	if del.Type != EventDelete || del.Rev != r2 || string(del.Value) != "yes" || string(del.PrevValue) != "yes" ||
-		del.PrevRev != r1 || del.Header["traceparent"] != "t2" {
+		del.PrevRev != r1 || del.Header.Get("traceparent") != "t2" {
 		t.Fatalf("delete %+v", del)
 	}
 }
