@@ -59,8 +59,10 @@ func (e *env) open(cfg Config) *Log {
 	return l
 }
 
-func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+func ctx(t testing.TB) context.Context { return ctxWithin(t, 20*time.Second) }
+
+func ctxWithin(t testing.TB, d time.Duration) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return c
 }
