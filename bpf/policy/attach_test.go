@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -16,9 +17,10 @@ import (
 )
 
 // TestAttachedEnforcesInBothModes: the programs attached to a real veth (tcx links, then
-// legacy tc filters) decide real connections from the node to a pod; a second Load and
-// Attach (a restarted agent) keeps one attachment per side, now the new programs, and keeps
-// enforcing; Remove detaches them and the pod is reachable again.
+// legacy tc filters) decide real connections from the node to a pod; attaching them again
+// changes nothing; a second Load and Attach (a restarted agent) keeps one attachment per
+// side, now the new programs, and keeps enforcing; Remove detaches them and the pod is
+// reachable again, and a closed dataplane attaches nothing.
 func TestAttachedEnforcesInBothModes(t *testing.T) {
 	for _, m := range []tcattach.Mode{tcattach.TCX, tcattach.Legacy} {
 		t.Run(string(m), func(t *testing.T) {
@@ -46,8 +48,11 @@ func TestAttachedEnforcesInBothModes(t *testing.T) {
 					t.Fatal(err)
 				}
 				p.Do(t, p.Node, func() {
-					if err := dp.Attach(p.Index); err != nil {
-						t.Fatal(err)
+					// The second Attach finds this dataplane's programs on and does nothing.
+					for i, want := range []bool{true, false} {
+						if did, err := dp.Attach(p.Index); err != nil || did != want {
+							t.Fatalf("Attach %d: attached %v (%v), want %v", i+1, did, err, want)
+						}
 					}
 				})
 				return dp
@@ -94,6 +99,11 @@ func TestAttachedEnforcesInBothModes(t *testing.T) {
 				}
 			})
 			connects("removed", true)
+			p.Do(t, p.Node, func() {
+				if _, err := dp.Attach(p.Index); !errors.Is(err, ErrClosed) {
+					t.Fatalf("Attach after Remove: %v, want ErrClosed", err)
+				}
+			})
 		})
 	}
 }

@@ -22,8 +22,14 @@ type Dataplane struct {
 	objs   netpolObjects
 	pinDir string
 	mode   tcattach.Mode
-	mu     sync.Mutex // one Attach or Forget at a time: the veth watcher's and a sandbox's
+	// mu makes Attach, Forget and Close one at a time (the veth watcher's, sandboxes', the
+	// actor's stop), so no attach uses programs being closed.
+	mu     sync.Mutex
+	closed bool
 }
+
+// ErrClosed is Attach or Forget on a closed Dataplane (its incarnation stopped).
+var ErrClosed = errors.New("policy: the dataplane is closed")
 
 // Load loads the programs and creates or adopts the maps pinned in pinDir, a bpffs directory.
 // The programs are attached with tcx where the kernel has it, else with legacy tc.
@@ -62,11 +68,25 @@ func LoadMode(pinDir string, mode tcattach.Mode) (*Dataplane, error) {
 func (d *Dataplane) Mode() tcattach.Mode { return d.mode }
 
 // Close releases this process's handles; pinned maps, links and tc filters keep enforcing.
-func (d *Dataplane) Close() error { return d.objs.Close() }
+func (d *Dataplane) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closeLocked()
+}
+
+func (d *Dataplane) closeLocked() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	return d.objs.Close()
+}
 
 // Remove detaches every pinned link and tc filter and unpins the maps (the node is torn down).
 func (d *Dataplane) Remove() error {
-	d.Close()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closeLocked()
 	err := errors.Join(tcattach.DetachPinned(filepath.Join(d.pinDir, "links")), tcattach.RemoveFilters(FilterPrefix))
 	return errors.Join(err, os.RemoveAll(d.pinDir))
 }
@@ -87,20 +107,36 @@ func (d *Dataplane) hooks(ifindex int) [2]tcattach.Hook {
 	}
 }
 
-// Attach puts both programs on a pod's host-side veth. What an earlier Attach left there (a
-// pinned link, a filter; of this process or a previous one) is switched to these programs.
-func (d *Dataplane) Attach(ifindex int) error {
+// Attach puts both programs on a pod's host-side veth unless they are on it already, and
+// reports whether it attached. What an earlier Attach left there (a pinned link, a filter;
+// of this process or a previous one) is switched to these programs.
+func (d *Dataplane) Attach(ifindex int) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		return false, ErrClosed
+	}
 	hs := d.hooks(ifindex)
-	for i, prog := range []*ebpf.Program{d.objs.FromPod, d.objs.ToPod} {
+	progs := [2]*ebpf.Program{d.objs.FromPod, d.objs.ToPod}
+	held := true
+	for i := 0; held && i < len(hs); i++ {
+		ok, err := tcattach.Holds(d.mode, hs[i], progs[i])
+		if err != nil {
+			return false, fmt.Errorf("policy: interface %d: %w", ifindex, err)
+		}
+		held = ok
+	}
+	if held {
+		return false, nil
+	}
+	for i, prog := range progs {
 		a, err := tcattach.Attach(d.mode, hs[i], prog)
 		if err != nil {
-			return fmt.Errorf("policy: %w", err)
+			return false, fmt.Errorf("policy: %w", err)
 		}
 		a.Close() // pinned or a filter: it stays
 	}
-	return nil
+	return true, nil
 }
 
 // Attached lists the interfaces with pinned links (legacy filters go with their interface).
@@ -120,15 +156,30 @@ func (d *Dataplane) Attached() ([]int, error) {
 	return out, nil
 }
 
-// Forget unpins the links of an interface that is gone (its links went with it).
+// Forget unpins the links of an interface that was deleted (the kernel detached them). Links
+// still on an interface of that index (a new one, already attached) stay.
 func (d *Dataplane) Forget(ifindex int) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
 	var errs []error
 	for _, h := range d.hooks(ifindex) {
-		if err := os.Remove(h.Pin); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
+		errs = append(errs, tcattach.DropStale(h))
+	}
+	return errors.Join(errs...)
+}
+
+// Prune forgets the links of every interface deleted while no agent ran.
+func (d *Dataplane) Prune() error {
+	idxs, err := d.Attached()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, idx := range idxs {
+		errs = append(errs, d.Forget(idx))
 	}
 	return errors.Join(errs...)
 }
