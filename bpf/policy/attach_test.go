@@ -107,3 +107,61 @@ func TestAttachedEnforcesInBothModes(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkAttach: a pod veth's first attach (Protect for a new pod: the kernel check that
+// finds nothing, then both attaches), and an attach to a veth that holds the programs
+// already (a retried sandbox, a veth the start's pass found: the check alone), against
+// "reattach", what such an attach cost before it checked: both attaches again.
+func BenchmarkAttach(b *testing.B) {
+	for _, m := range []tcattach.Mode{tcattach.TCX, tcattach.Legacy} {
+		b.Run(string(m), func(b *testing.B) {
+			pin := filepath.Join(bpffstest.Mount(b), "node")
+			dp, err := LoadMode(pin, m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := vethns.New(b)
+			defer p.Do(b, p.Node, func() { dp.Remove() })
+			// Each sub-benchmark runs on its own goroutine: it enters the node namespace itself.
+			attach := func(b *testing.B, want bool) {
+				if did, err := dp.Attach(p.Index); err != nil || did != want {
+					b.Fatalf("attached %v (%v), want %v", did, err, want)
+				}
+			}
+			b.Run("first", func(b *testing.B) {
+				p.Do(b, p.Node, func() {
+					for b.Loop() {
+						attach(b, true)
+						b.StopTimer()
+						if err := errors.Join(tcattach.DetachPinned(filepath.Join(pin, "links")), tcattach.RemoveFilters(FilterPrefix)); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+					}
+				})
+			})
+			b.Run("held", func(b *testing.B) {
+				p.Do(b, p.Node, func() {
+					dp.Attach(p.Index)
+					for b.Loop() {
+						attach(b, false)
+					}
+				})
+			})
+			b.Run("reattach", func(b *testing.B) {
+				p.Do(b, p.Node, func() {
+					hs := dp.hooks(p.Index)
+					for b.Loop() {
+						for i, prog := range []*ebpf.Program{dp.objs.FromPod, dp.objs.ToPod} {
+							a, err := tcattach.Attach(m, hs[i], prog)
+							if err != nil {
+								b.Fatal(err)
+							}
+							a.Close()
+						}
+					}
+				})
+			})
+		})
+	}
+}

@@ -31,7 +31,7 @@ type Pair struct {
 }
 
 // New makes the pair: node side 10.250.0.1/30, pod side (eth0) 10.250.0.2/30, both up.
-func New(t *testing.T) *Pair {
+func New(t testing.TB) *Pair {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		needs.Skip(t, "network namespaces need root")
@@ -44,7 +44,7 @@ func New(t *testing.T) *Pair {
 
 // Another is one more pod on p's node namespace, with its own veth and the next /30
 // (10.250.n.0/30 for the node's n-th pod).
-func (p *Pair) Another(t *testing.T) *Pair {
+func (p *Pair) Another(t testing.TB) *Pair {
 	t.Helper()
 	return join(t, p.Node, p.pods)
 }
@@ -56,7 +56,7 @@ func tag() string {
 }
 
 // join makes a pod namespace and its veth to node, up and addressed.
-func join(t *testing.T, node string, pods *atomic.Uint32) *Pair {
+func join(t testing.TB, node string, pods *atomic.Uint32) *Pair {
 	t.Helper()
 	n := pods.Add(1) - 1
 	if n > 255 {
@@ -85,7 +85,7 @@ func join(t *testing.T, node string, pods *atomic.Uint32) *Pair {
 
 // Enslave makes the node side a port of bridge br in the node namespace, as the CNI bridge
 // plugin does, creating br (up) if it is not there.
-func (p *Pair) Enslave(t *testing.T, br string) {
+func (p *Pair) Enslave(t testing.TB, br string) {
 	t.Helper()
 	if exec.Command("ip", "-n", p.Node, "link", "show", br).Run() != nil {
 		ip(t, "-n", p.Node, "link", "add", br, "type", "bridge")
@@ -95,12 +95,12 @@ func (p *Pair) Enslave(t *testing.T, br string) {
 }
 
 // Delete deletes the veth (both ends), as CNI DEL does.
-func (p *Pair) Delete(t *testing.T) {
+func (p *Pair) Delete(t testing.TB) {
 	t.Helper()
 	ip(t, "-n", p.Node, "link", "del", p.HostIf)
 }
 
-func ip(t *testing.T, args ...string) {
+func ip(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		t.Fatalf("ip %v: %v: %s", args, err, out)
@@ -109,7 +109,7 @@ func ip(t *testing.T, args ...string) {
 
 // Do runs fn on a thread inside namespace ns: netlink calls, attaches, sockets it opens are
 // that namespace's.
-func (p *Pair) Do(t *testing.T, ns string, fn func()) {
+func (p *Pair) Do(t testing.TB, ns string, fn func()) {
 	t.Helper()
 	runtime.LockOSThread()
 	orig, err := netns.Get()
@@ -140,7 +140,7 @@ func (p *Pair) Do(t *testing.T, ns string, fn func()) {
 // Sink listens on TCP addr inside namespace ns and accepts and closes every connection, so
 // a test can tell a connect that went through from one that was dropped. It is closed when
 // the test ends.
-func (p *Pair) Sink(t *testing.T, ns, addr string) net.Listener {
+func (p *Pair) Sink(t testing.TB, ns, addr string) net.Listener {
 	t.Helper()
 	var ln net.Listener
 	p.Do(t, ns, func() {
