@@ -152,7 +152,7 @@ func BenchmarkAttach(b *testing.B) {
 				p.Do(b, p.Node, func() {
 					hs := dp.hooks(p.Index)
 					for b.Loop() {
-						for i, prog := range []*ebpf.Program{dp.objs.FromPod, dp.objs.ToPod} {
+						for i, prog := range dp.progs() {
 							a, err := tcattach.Attach(m, hs[i], prog)
 							if err != nil {
 								b.Fatal(err)

@@ -22,6 +22,7 @@ type Dataplane struct {
 	objs   netpolObjects
 	pinDir string
 	mode   tcattach.Mode
+	ids    [2]ebpf.ProgramID // of progs(), for Attach's check
 	// mu makes Attach, Forget and Close one at a time (the veth watcher's, sandboxes', the
 	// actor's stop), so no attach uses programs being closed.
 	mu     sync.Mutex
@@ -61,6 +62,12 @@ func LoadMode(pinDir string, mode tcattach.Mode) (*Dataplane, error) {
 	if err := spec.LoadAndAssign(&d.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: pinDir}}); err != nil {
 		return nil, fmt.Errorf("policy: load: %w", err)
 	}
+	for i, prog := range d.progs() {
+		if d.ids[i], err = tcattach.ProgramID(prog); err != nil {
+			d.objs.Close()
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+	}
 	return d, nil
 }
 
@@ -97,6 +104,9 @@ const FilterPrefix = "skiff-netpol"
 // filterPriority places the filters on a veth; NodePort's are on other interfaces.
 const filterPriority = 2
 
+// progs are the programs for hooks(), in the same order.
+func (d *Dataplane) progs() [2]*ebpf.Program { return [2]*ebpf.Program{d.objs.FromPod, d.objs.ToPod} }
+
 // hooks are the two attachments on a pod's host-side veth: its tc ingress is what the pod
 // sends (its egress), its tc egress what it receives.
 func (d *Dataplane) hooks(ifindex int) [2]tcattach.Hook {
@@ -117,10 +127,9 @@ func (d *Dataplane) Attach(ifindex int) (bool, error) {
 		return false, ErrClosed
 	}
 	hs := d.hooks(ifindex)
-	progs := [2]*ebpf.Program{d.objs.FromPod, d.objs.ToPod}
 	held := true
 	for i := 0; held && i < len(hs); i++ {
-		ok, err := tcattach.Holds(d.mode, hs[i], progs[i])
+		ok, err := tcattach.Holds(d.mode, hs[i], d.ids[i])
 		if err != nil {
 			return false, fmt.Errorf("policy: interface %d: %w", ifindex, err)
 		}
@@ -129,7 +138,7 @@ func (d *Dataplane) Attach(ifindex int) (bool, error) {
 	if held {
 		return false, nil
 	}
-	for i, prog := range progs {
+	for i, prog := range d.progs() {
 		a, err := tcattach.Attach(d.mode, hs[i], prog)
 		if err != nil {
 			return false, fmt.Errorf("policy: %w", err)

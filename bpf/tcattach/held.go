@@ -9,19 +9,11 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// Holds reports whether h holds prog exactly as Attach(m, h, prog) leaves it: a link pinned
-// at h.Pin on h's interface (tcx) or h's filter (legacy), with nothing of the other mode at
-// h. The kernel is asked, not a record kept here, so an interface deleted and made again
-// with the same index does not pass for one that holds the program.
-func Holds(m Mode, h Hook, prog *ebpf.Program) (bool, error) {
-	info, err := prog.Info()
-	if err != nil {
-		return false, fmt.Errorf("program info: %w", err)
-	}
-	id, ok := info.ID()
-	if !ok {
-		return false, errors.New("program info: the kernel reports no program id")
-	}
+// Holds reports whether h holds the program id exactly as Attach(m, h, prog) leaves it: a
+// link pinned at h.Pin on h's interface (tcx) or h's filter (legacy), with nothing of the
+// other mode at h. The kernel is asked, not a record kept here, so an interface deleted and
+// made again with the same index does not pass for one that holds the program.
+func Holds(m Mode, h Hook, id ebpf.ProgramID) (bool, error) {
 	pinned, err := pinnedProgram(h)
 	if err != nil || (m == TCX && pinned != id) {
 		return false, err
@@ -34,6 +26,19 @@ func Holds(m Mode, h Hook, prog *ebpf.Program) (bool, error) {
 		return filter == 0, nil
 	}
 	return filter == id && pinned == 0, nil
+}
+
+// ProgramID is the kernel's id of prog, what Holds compares.
+func ProgramID(prog *ebpf.Program) (ebpf.ProgramID, error) {
+	info, err := prog.Info()
+	if err != nil {
+		return 0, fmt.Errorf("program info: %w", err)
+	}
+	id, ok := info.ID()
+	if !ok {
+		return 0, errors.New("program info: the kernel reports no program id")
+	}
+	return id, nil
 }
 
 // pinnedProgram is the program of the link pinned at h.Pin if that link is on h's interface,
@@ -50,12 +55,12 @@ func pinnedProgram(h Hook) (ebpf.ProgramID, error) {
 		return 0, fmt.Errorf("open pinned link %s: %w", h.Pin, err)
 	}
 	defer l.Close()
-	if !onInterface(l, h) {
-		return 0, nil
-	}
 	info, err := l.Info()
 	if err != nil {
 		return 0, fmt.Errorf("pinned link %s: %w", h.Pin, err)
+	}
+	if !onInterface(info, h) {
+		return 0, nil
 	}
 	return info.Program, nil
 }
@@ -96,7 +101,11 @@ func DropStale(h Hook) error {
 		return fmt.Errorf("open pinned link %s: %w", h.Pin, err)
 	}
 	defer l.Close()
-	if onInterface(l, h) {
+	info, err := l.Info()
+	if err != nil {
+		return fmt.Errorf("pinned link %s: %w", h.Pin, err)
+	}
+	if onInterface(info, h) {
 		return nil
 	}
 	if err := l.Unpin(); err != nil {

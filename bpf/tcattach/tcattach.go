@@ -134,17 +134,17 @@ func attachTCX(h Hook, prog *ebpf.Program) (link.Link, error) {
 		return attach()
 	}
 	// A pinned link on another interface means ours is gone (its index was reused): so is the link.
-	return pinnedlink.Attach(h.Pin, prog, func(l link.Link) bool { return onInterface(l, h) }, attach)
+	return pinnedlink.Attach(h.Pin, prog, func(l link.Link) bool {
+		info, err := l.Info()
+		return err == nil && onInterface(info, h)
+	}, attach)
 }
 
-// onInterface reports whether l is a tcx link on h's interface and side. The kernel detaches
-// a tcx link when its interface is deleted and then reports interface 0 for it.
-func onInterface(l link.Link, h Hook) bool {
-	info, err := l.Info()
-	if err != nil || info.TCX() == nil {
-		return false
-	}
-	return int(info.TCX().Ifindex) == h.Ifindex && ebpf.AttachType(info.TCX().AttachType) == h.attachType()
+// onInterface reports whether a link is a tcx link on h's interface and side. The kernel
+// detaches a tcx link when its interface is deleted and then reports interface 0 for it.
+func onInterface(info *link.Info, h Hook) bool {
+	tcx := info.TCX()
+	return tcx != nil && int(tcx.Ifindex) == h.Ifindex && ebpf.AttachType(tcx.AttachType) == h.attachType()
 }
 
 // Mode is how the program was attached.

@@ -167,7 +167,11 @@ func TestHoldsAndDropStale(t *testing.T) {
 			h := Hook{Ifindex: p.Index, Pin: filepath.Join(pins, "veth-in"), Name: "skiff-test", Priority: 7}
 			holds := func(step string, m Mode, prog *ebpf.Program, want bool) {
 				t.Helper()
-				if got, err := Holds(m, h, prog); err != nil || got != want {
+				id, err := ProgramID(prog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, err := Holds(m, h, id); err != nil || got != want {
 					t.Fatalf("%s: Holds(%s) %v (%v), want %v", step, m, got, err, want)
 				}
 			}
