@@ -44,25 +44,35 @@ func ProgramID(prog *ebpf.Program) (ebpf.ProgramID, error) {
 // pinnedProgram is the program of the link pinned at h.Pin if that link is on h's interface,
 // else 0.
 func pinnedProgram(h Hook) (ebpf.ProgramID, error) {
-	if h.Pin == "" {
-		return 0, nil
-	}
-	l, err := link.LoadPinnedLink(h.Pin, nil)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("open pinned link %s: %w", h.Pin, err)
+	l, info, err := pinned(h)
+	if l == nil || err != nil {
+		return 0, err
 	}
 	defer l.Close()
-	info, err := l.Info()
-	if err != nil {
-		return 0, fmt.Errorf("pinned link %s: %w", h.Pin, err)
-	}
 	if !onInterface(info, h) {
 		return 0, nil
 	}
 	return info.Program, nil
+}
+
+// pinned opens the link pinned at h.Pin and reads its info; no pin is a nil link.
+func pinned(h Hook) (link.Link, *link.Info, error) {
+	if h.Pin == "" {
+		return nil, nil, nil
+	}
+	l, err := link.LoadPinnedLink(h.Pin, nil)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("open pinned link %s: %w", h.Pin, err)
+	}
+	info, err := l.Info()
+	if err != nil {
+		l.Close()
+		return nil, nil, fmt.Errorf("pinned link %s: %w", h.Pin, err)
+	}
+	return l, info, nil
 }
 
 // filterProgram is the program of h's legacy filter (its name at its priority), else 0.
@@ -90,21 +100,11 @@ func filterProgram(h Hook) (ebpf.ProgramID, error) {
 // interface stays, even when the interface is a new one that got the deleted one's index and
 // was attached meanwhile. Legacy filters need nothing: they go with their interface.
 func DropStale(h Hook) error {
-	if h.Pin == "" {
-		return nil
-	}
-	l, err := link.LoadPinnedLink(h.Pin, nil)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open pinned link %s: %w", h.Pin, err)
+	l, info, err := pinned(h)
+	if l == nil || err != nil {
+		return err
 	}
 	defer l.Close()
-	info, err := l.Info()
-	if err != nil {
-		return fmt.Errorf("pinned link %s: %w", h.Pin, err)
-	}
 	if onInterface(info, h) {
 		return nil
 	}
