@@ -16,6 +16,7 @@ import (
 	crirc "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 
 	"github.com/skiff-sh/skiff/actors/nodeapi"
+	"github.com/skiff-sh/skiff/actors/nodeapi/attachmsg"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
@@ -120,7 +121,7 @@ func (s *Server) serveAttach(w http.ResponseWriter, r *http.Request, k *schemas.
 		err = badRequest("container %s is not valid for pod %s", container, pod.Name)
 	case opts.Stdin && !spec.Stdin:
 		// The CRI drops such input unread; refused here so the client knows it goes nowhere.
-		err = badRequest("stdin: container %q was created without stdin (spec.containers[].stdin is false), so there is none to attach to", container)
+		err = badRequest("%s", attachmsg.NoStdin(container))
 	case !isStreamUpgrade(r):
 		err = badRequest("attach needs a streaming connection (a WebSocket or SPDY upgrade, as kubectl attach makes)")
 	}

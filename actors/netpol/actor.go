@@ -49,8 +49,8 @@ func (a *enforcerActor) run(ctx context.Context, in *informer.Incarnation) {
 	if dp == nil {
 		return
 	}
-	// Veths are followed from here on (the existing ones first), so a pod's veth gets the
-	// programs when it appears, before its containers start.
+	// The veths already on the bridge get the programs first; the watcher then publishes the
+	// dataplane, with which each new pod's sandbox attaches to its own veth (Protect).
 	in.Go("netpol links", func(ctx context.Context) { e.watchLinks(ctx, dp) })
 	if !e.pods.WaitForSync(ctx) || !e.nss.WaitForSync(ctx) || !e.pols.WaitForSync(ctx) {
 		return
@@ -73,8 +73,11 @@ func (a *enforcerActor) run(ctx context.Context, in *informer.Incarnation) {
 func (a *enforcerActor) load(ctx context.Context) *policy.Dataplane {
 	e := a.e
 	actorkit.Retry(ctx, 100*time.Millisecond, 10*time.Second, func() (err error) {
-		a.dp, err = e.open()
-		e.loaded(a.dp, err)
+		if a.dp, err = e.open(); err != nil {
+			e.mu.Lock()
+			e.loadErr = err // for the sandboxes that wait in vain
+			e.mu.Unlock()
+		}
 		return err
 	}, func(err error) { e.cfg.Logger.Error("netpol dataplane", "node", e.cfg.NodeName, "err", err) })
 	return a.dp
@@ -119,9 +122,7 @@ func (a *enforcerActor) stop(cleanup bool) {
 		e.queue = nil
 	}
 	e.synced = false
-	if e.dp == a.dp {
-		e.dp = nil
-	}
+	e.unpublishLocked(a.dp)
 	e.mu.Unlock()
 	var err error
 	switch {

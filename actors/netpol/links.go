@@ -10,17 +10,18 @@ import (
 	"github.com/skiff-sh/skiff/bpf/policy"
 )
 
-// watchLinks attaches the programs to every veth enslaved to the pods' bridge, the existing
-// ones and each new one as the kernel announces it (the CNI plugin enslaves a pod's veth
-// before the pod's containers start), and forgets the links of veths that are gone.
+// watchLinks attaches the programs to the veths already on the pods' bridge when it starts
+// (pods of an earlier agent or incarnation, switched to this incarnation's programs), then
+// publishes the dataplane to Protect and from then on only drops the pins of veths that are
+// deleted. A new pod's veth is Protect's alone: its sandbox owns the attach, as a Cilium
+// endpoint build does, so each veth is attached once.
 func (e *Enforcer) watchLinks(ctx context.Context, dp *policy.Dataplane) {
-	e.forgetGone(dp)
 	updates := make(chan netlink.LinkUpdate, 256)
 	done := make(chan struct{})
 	defer close(done)
 	errs := make(chan error, 1)
+	// Subscribed before the first pass, so a veth deleted during it is still seen going.
 	err := netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{
-		ListExisting: true,
 		ErrorCallback: func(err error) {
 			select {
 			case errs <- err:
@@ -31,7 +32,11 @@ func (e *Enforcer) watchLinks(ctx context.Context, dp *policy.Dataplane) {
 	if err != nil {
 		panic("netpol: subscribe to links: " + err.Error()) // the supervisor retries
 	}
-	attached := map[int]bool{}
+	if err := dp.Prune(); err != nil {
+		e.cfg.Logger.Warn("netpol: pinned links of deleted veths", "err", err)
+	}
+	e.attachExisting(dp)
+	e.publish(dp)
 	for {
 		select {
 		case <-ctx.Done():
@@ -42,50 +47,41 @@ func (e *Enforcer) watchLinks(ctx context.Context, dp *policy.Dataplane) {
 			if !ok {
 				panic("netpol: link updates ended")
 			}
-			e.linkChanged(dp, u, attached)
-		}
-	}
-}
-
-func (e *Enforcer) linkChanged(dp *policy.Dataplane, u netlink.LinkUpdate, attached map[int]bool) {
-	attrs := u.Link.Attrs()
-	idx := attrs.Index
-	if u.Header.Type == unix.RTM_DELLINK {
-		if attached[idx] {
-			delete(attached, idx)
-			if err := dp.Forget(idx); err != nil {
-				e.cfg.Logger.Warn("netpol: forget link", "ifindex", idx, "err", err)
+			// Names do not matter (pins are by ifindex); a veth leaving the node's namespace
+			// is deleted here too.
+			if u.Header.Type == unix.RTM_DELLINK && u.Link.Type() == "veth" {
+				e.vethGone(dp, u.Link.Attrs().Index)
 			}
 		}
-		return
 	}
-	if attached[idx] || u.Link.Type() != "veth" || attrs.MasterIndex == 0 {
-		return
-	}
-	br, err := net.InterfaceByName(e.cfg.Bridge)
-	if err != nil || br.Index != attrs.MasterIndex {
-		return
-	}
-	if err := dp.Attach(idx); err != nil {
-		e.cfg.Logger.Error("netpol: attach", "veth", attrs.Name, "err", err)
-		return
-	}
-	attached[idx] = true
-	e.mu.Lock()
-	e.stats.Attached++
-	e.mu.Unlock()
 }
 
-// forgetGone drops pinned links of interfaces that went while no enforcer ran.
-func (e *Enforcer) forgetGone(dp *policy.Dataplane) {
-	idxs, err := dp.Attached()
+// attachExisting attaches the programs to every veth enslaved to the pods' bridge now.
+func (e *Enforcer) attachExisting(dp *policy.Dataplane) {
+	br, err := net.InterfaceByName(e.cfg.Bridge)
 	if err != nil {
-		e.cfg.Logger.Warn("netpol: pinned links", "err", err)
-		return
+		return // no bridge yet: no pod veths
 	}
-	for _, idx := range idxs {
-		if _, err := net.InterfaceByIndex(idx); err != nil {
-			_ = dp.Forget(idx)
+	links, err := netlink.LinkList()
+	if err != nil {
+		panic("netpol: list links: " + err.Error())
+	}
+	for _, l := range links {
+		attrs := l.Attrs()
+		if l.Type() != "veth" || attrs.MasterIndex != br.Index {
+			continue
+		}
+		if err := e.attach(dp, attrs.Index); err != nil {
+			e.cfg.Logger.Error("netpol: attach", "veth", attrs.Name, "err", err)
 		}
 	}
+}
+
+func (e *Enforcer) vethGone(dp *policy.Dataplane, idx int) {
+	if err := dp.Forget(idx); err != nil {
+		e.cfg.Logger.Warn("netpol: forget links", "ifindex", idx, "err", err)
+	}
+	e.mu.Lock()
+	e.stats.VethsGone++
+	e.mu.Unlock()
 }

@@ -1,7 +1,7 @@
 // Package netpol enforces NetworkPolicies on a node: an actor that follows NetworkPolicies,
 // Pods and Namespaces through the shared informers, computes for each local pod its isolation
-// and allowed peers, and programs the eBPF maps of bpf/policy, whose programs it attaches to
-// every pod veth on the node's bridge.
+// and allowed peers, and programs the eBPF maps of bpf/policy, whose programs go on every pod
+// veth on the node's bridge: by Protect for a new pod, at start for the veths already there.
 package netpol
 
 import (
@@ -51,7 +51,8 @@ type Enforcer struct {
 	synced  bool
 	stats   Stats
 	lastErr map[string]string // pod key -> why its rules could not be computed
-	dp      *policy.Dataplane // the running incarnation's, for Protect
+	dp      *policy.Dataplane // the running incarnation's, for Protect, once its first pass is done
+	up      chan struct{}     // closed while dp is set (upLocked)
 	loadErr error             // why the last load failed
 }
 
@@ -67,7 +68,8 @@ type Stats struct {
 	Syncs       int // pod syncs
 	RuleWrites  int // rule entries written
 	RuleDeletes int // rule entries deleted
-	Attached    int // veths the programs were attached to
+	Attached    int // veths the programs were attached to (a veth that had them is not counted)
+	VethsGone   int // veth deletions seen (their stale pins dropped)
 	// AttachFailures are pod veths Protect could not attach to (each failed a sandbox).
 	AttachFailures int
 	Mode           string        // how the programs attach: "tcx", or "tc" (legacy) before Linux 6.6

@@ -17,6 +17,8 @@ import (
 var (
 	attachMode = metrics.Gauge("skiff_netpol_attach_mode",
 		"1 for how this node attaches its NetworkPolicy programs: tcx (Linux 6.6+) or tc (legacy clsact filters)", "mode")
+	attaches = metrics.Counter("skiff_netpol_attaches_total",
+		"Pod veths the NetworkPolicy programs were attached to (each once: by its sandbox, or at the agent's start for the veths already there)")
 	attachFailures = metrics.Counter("skiff_netpol_attach_failures_total",
 		"Pod veths the NetworkPolicy programs could not be attached to; each failed the pod's sandbox")
 )
@@ -48,14 +50,35 @@ func (e *Enforcer) protect(ctx context.Context, netnsPath string) error {
 	if err != nil {
 		return err
 	}
-	dp, err := e.dataplane(ctx)
-	if err != nil {
-		return err
+	expiry := time.NewTimer(dataplaneWait)
+	defer expiry.Stop()
+	for {
+		dp, err := e.dataplane(ctx, expiry.C)
+		if err != nil {
+			return err
+		}
+		err = e.attach(dp, idx)
+		if errors.Is(err, policy.ErrClosed) {
+			continue // its incarnation stopped meanwhile (and unpublished it): wait for the next
+		}
+		if err != nil {
+			return fmt.Errorf("cannot attach the programs (%s mode): %w", dp.Mode(), err)
+		}
+		return nil
 	}
-	if err := dp.Attach(idx); err != nil {
-		return fmt.Errorf("cannot attach the programs (%s mode): %w", dp.Mode(), err)
+}
+
+// attach puts the programs on a veth unless they are on it already (a sandbox retried, or
+// one whose veth the start's pass found), counting real attaches.
+func (e *Enforcer) attach(dp *policy.Dataplane, idx int) error {
+	did, err := dp.Attach(idx)
+	if did {
+		attaches.WithLabelValues().Inc()
+		e.mu.Lock()
+		e.stats.Attached++
+		e.mu.Unlock()
 	}
-	return nil
+	return err
 }
 
 // hostVeth is the ifindex, in this namespace, of the peer of the pod's eth0.
@@ -81,36 +104,57 @@ func hostVeth(netnsPath string) (int, error) {
 	return l.Attrs().ParentIndex, nil
 }
 
-// dataplane waits for the running incarnation's dataplane.
-func (e *Enforcer) dataplane(ctx context.Context) (*policy.Dataplane, error) {
-	deadline := time.Now().Add(dataplaneWait)
+// dataplane returns the published dataplane, waiting until one is published or expired
+// fires. The wait is on the publication's signal, so a sandbox goes on as soon as it is up.
+func (e *Enforcer) dataplane(ctx context.Context, expired <-chan time.Time) (*policy.Dataplane, error) {
 	for {
 		e.mu.Lock()
-		dp, loadErr := e.dp, e.loadErr
+		dp, up, loadErr := e.dp, e.upLocked(), e.loadErr
 		e.mu.Unlock()
 		if dp != nil {
 			return dp, nil
 		}
-		if time.Now().After(deadline) {
-			return nil, errors.Join(errors.New("the policy dataplane is not loaded"), loadErr)
-		}
 		select {
+		case <-up:
+		case <-expired:
+			return nil, errors.Join(errors.New("the policy dataplane is not loaded"), loadErr)
 		case <-ctx.Done():
 			return nil, fmt.Errorf("waiting for the policy dataplane: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-// loaded publishes an incarnation's dataplane (nil when it stops) and its mode.
-func (e *Enforcer) loaded(dp *policy.Dataplane, err error) {
+// upLocked is the channel closed while a dataplane is published.
+func (e *Enforcer) upLocked() chan struct{} {
+	if e.up == nil {
+		e.up = make(chan struct{})
+	}
+	return e.up
+}
+
+// publish makes dp the dataplane Protect attaches with and wakes the sandboxes waiting for it.
+func (e *Enforcer) publish(dp *policy.Dataplane) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.dp, e.loadErr = dp, err
-	if dp != nil && e.stats.Mode != string(dp.Mode()) {
+	e.dp, e.loadErr = dp, nil
+	select {
+	case <-e.upLocked():
+	default:
+		close(e.up)
+	}
+	if e.stats.Mode != string(dp.Mode()) {
 		e.stats.Mode = string(dp.Mode())
 		attachMode.Reset()
 		attachMode.WithLabelValues(e.stats.Mode).Set(1)
 		e.cfg.Logger.Info("netpol: programs attach by "+e.stats.Mode, "node", e.cfg.NodeName)
+	}
+}
+
+// unpublishLocked withdraws dp, if it is the published one, before its incarnation closes it:
+// sandboxes wait for the next incarnation's.
+func (e *Enforcer) unpublishLocked(dp *policy.Dataplane) {
+	if dp != nil && e.dp == dp {
+		e.dp = nil
+		e.up = make(chan struct{})
 	}
 }

@@ -2,10 +2,13 @@ package netpol
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -29,7 +32,7 @@ func TestProtectAttachesOrFails(t *testing.T) {
 			}
 			defer dp.Remove()
 			e := &Enforcer{cfg: Config{Logger: slog.Default()}}
-			e.loaded(dp, nil)
+			e.publish(dp)
 			if e.Stats().Mode != string(m) {
 				t.Fatalf("mode %q, want %s", e.Stats().Mode, m)
 			}
@@ -69,4 +72,72 @@ func TestProtectAttachesOrFails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProtectWaitsForTheDataplane: a sandbox that comes before the dataplane waits for it and
+// attaches the moment it is published, not at a poll's next tick; one that comes after an
+// incarnation stopped waits for the next one's; with none it fails after dataplaneWait, the
+// load's error in its message. synctest's clock makes those instants exact.
+func TestProtectWaitsForTheDataplane(t *testing.T) {
+	m, err := tcattach.Detect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := filepath.Join(bpffstest.Mount(t), "node")
+	first, err := policy.LoadMode(pin, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := policy.LoadMode(pin, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Remove()
+	p := vethns.New(t)
+	protect := func(t *testing.T, e *Enforcer, want time.Duration) error {
+		t.Helper()
+		var err error
+		p.Do(t, p.Node, func() {
+			start := time.Now()
+			err = e.Protect(context.Background(), "/run/netns/"+p.Pod)
+			if took := time.Since(start); took != want {
+				t.Errorf("Protect returned after %v, want %v", took, want)
+			}
+		})
+		return err
+	}
+	const up = 1234 * time.Millisecond // not a multiple of any poll interval
+	synctest.Test(t, func(t *testing.T) {
+		e := &Enforcer{cfg: Config{Logger: slog.Default()}}
+		go func() {
+			time.Sleep(up)
+			e.publish(first)
+		}()
+		if err := protect(t, e, up); err != nil {
+			t.Fatal(err)
+		}
+		// The incarnation stops: its dataplane is withdrawn, then closed; the next one comes.
+		e.mu.Lock()
+		e.unpublishLocked(first)
+		e.mu.Unlock()
+		first.Close()
+		go func() {
+			time.Sleep(up)
+			e.publish(second)
+		}()
+		if err := protect(t, e, up); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Stats().Attached; got != 2 {
+			t.Fatalf("attached %d times, want 2 (each dataplane's programs once)", got)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		e := &Enforcer{cfg: Config{Logger: slog.Default()}, loadErr: errors.New("no bpffs here")}
+		err := protect(t, e, dataplaneWait)
+		if err == nil || !strings.Contains(err.Error(), "not loaded") || !strings.Contains(err.Error(), "no bpffs here") {
+			t.Fatalf("Protect without a dataplane: %v, want it not loaded, with the load's error", err)
+		}
+	})
 }

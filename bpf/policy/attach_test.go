@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -16,9 +17,10 @@ import (
 )
 
 // TestAttachedEnforcesInBothModes: the programs attached to a real veth (tcx links, then
-// legacy tc filters) decide real connections from the node to a pod; a second Load and
-// Attach (a restarted agent) keeps one attachment per side, now the new programs, and keeps
-// enforcing; Remove detaches them and the pod is reachable again.
+// legacy tc filters) decide real connections from the node to a pod; attaching them again
+// changes nothing; a second Load and Attach (a restarted agent) keeps one attachment per
+// side, now the new programs, and keeps enforcing; Remove detaches them and the pod is
+// reachable again, and a closed dataplane attaches nothing.
 func TestAttachedEnforcesInBothModes(t *testing.T) {
 	for _, m := range []tcattach.Mode{tcattach.TCX, tcattach.Legacy} {
 		t.Run(string(m), func(t *testing.T) {
@@ -46,8 +48,11 @@ func TestAttachedEnforcesInBothModes(t *testing.T) {
 					t.Fatal(err)
 				}
 				p.Do(t, p.Node, func() {
-					if err := dp.Attach(p.Index); err != nil {
-						t.Fatal(err)
+					// The second Attach finds this dataplane's programs on and does nothing.
+					for i, want := range []bool{true, false} {
+						if did, err := dp.Attach(p.Index); err != nil || did != want {
+							t.Fatalf("Attach %d: attached %v (%v), want %v", i+1, did, err, want)
+						}
 					}
 				})
 				return dp
@@ -94,6 +99,69 @@ func TestAttachedEnforcesInBothModes(t *testing.T) {
 				}
 			})
 			connects("removed", true)
+			p.Do(t, p.Node, func() {
+				if _, err := dp.Attach(p.Index); !errors.Is(err, ErrClosed) {
+					t.Fatalf("Attach after Remove: %v, want ErrClosed", err)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkAttach: a pod veth's first attach (Protect for a new pod: the kernel check that
+// finds nothing, then both attaches), and an attach to a veth that holds the programs
+// already (a retried sandbox, a veth the start's pass found: the check alone), against
+// "reattach", what such an attach cost before it checked: both attaches again.
+func BenchmarkAttach(b *testing.B) {
+	for _, m := range []tcattach.Mode{tcattach.TCX, tcattach.Legacy} {
+		b.Run(string(m), func(b *testing.B) {
+			pin := filepath.Join(bpffstest.Mount(b), "node")
+			dp, err := LoadMode(pin, m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := vethns.New(b)
+			defer p.Do(b, p.Node, func() { dp.Remove() })
+			// Each sub-benchmark runs on its own goroutine: it enters the node namespace itself.
+			attach := func(b *testing.B, want bool) {
+				if did, err := dp.Attach(p.Index); err != nil || did != want {
+					b.Fatalf("attached %v (%v), want %v", did, err, want)
+				}
+			}
+			b.Run("first", func(b *testing.B) {
+				p.Do(b, p.Node, func() {
+					for b.Loop() {
+						attach(b, true)
+						b.StopTimer()
+						if err := errors.Join(tcattach.DetachPinned(filepath.Join(pin, "links")), tcattach.RemoveFilters(FilterPrefix)); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+					}
+				})
+			})
+			b.Run("held", func(b *testing.B) {
+				p.Do(b, p.Node, func() {
+					dp.Attach(p.Index)
+					for b.Loop() {
+						attach(b, false)
+					}
+				})
+			})
+			b.Run("reattach", func(b *testing.B) {
+				p.Do(b, p.Node, func() {
+					hs := dp.hooks(p.Index)
+					for b.Loop() {
+						for i, prog := range dp.progs() {
+							a, err := tcattach.Attach(m, hs[i], prog)
+							if err != nil {
+								b.Fatal(err)
+							}
+							a.Close()
+						}
+					}
+				})
+			})
 		})
 	}
 }

@@ -22,8 +22,15 @@ type Dataplane struct {
 	objs   netpolObjects
 	pinDir string
 	mode   tcattach.Mode
-	mu     sync.Mutex // one Attach or Forget at a time: the veth watcher's and a sandbox's
+	ids    [2]ebpf.ProgramID // of progs(), for Attach's check
+	// mu makes Attach, Forget and Close one at a time (the veth watcher's, sandboxes', the
+	// actor's stop), so no attach uses programs being closed.
+	mu     sync.Mutex
+	closed bool
 }
+
+// ErrClosed is Attach or Forget on a closed Dataplane (its incarnation stopped).
+var ErrClosed = errors.New("policy: the dataplane is closed")
 
 // Load loads the programs and creates or adopts the maps pinned in pinDir, a bpffs directory.
 // The programs are attached with tcx where the kernel has it, else with legacy tc.
@@ -55,6 +62,12 @@ func LoadMode(pinDir string, mode tcattach.Mode) (*Dataplane, error) {
 	if err := spec.LoadAndAssign(&d.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: pinDir}}); err != nil {
 		return nil, fmt.Errorf("policy: load: %w", err)
 	}
+	for i, prog := range d.progs() {
+		if d.ids[i], err = tcattach.ProgramID(prog); err != nil {
+			d.objs.Close()
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+	}
 	return d, nil
 }
 
@@ -62,11 +75,25 @@ func LoadMode(pinDir string, mode tcattach.Mode) (*Dataplane, error) {
 func (d *Dataplane) Mode() tcattach.Mode { return d.mode }
 
 // Close releases this process's handles; pinned maps, links and tc filters keep enforcing.
-func (d *Dataplane) Close() error { return d.objs.Close() }
+func (d *Dataplane) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closeLocked()
+}
+
+func (d *Dataplane) closeLocked() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	return d.objs.Close()
+}
 
 // Remove detaches every pinned link and tc filter and unpins the maps (the node is torn down).
 func (d *Dataplane) Remove() error {
-	d.Close()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closeLocked()
 	err := errors.Join(tcattach.DetachPinned(filepath.Join(d.pinDir, "links")), tcattach.RemoveFilters(FilterPrefix))
 	return errors.Join(err, os.RemoveAll(d.pinDir))
 }
@@ -76,6 +103,9 @@ const FilterPrefix = "skiff-netpol"
 
 // filterPriority places the filters on a veth; NodePort's are on other interfaces.
 const filterPriority = 2
+
+// progs are the programs for hooks(), in the same order.
+func (d *Dataplane) progs() [2]*ebpf.Program { return [2]*ebpf.Program{d.objs.FromPod, d.objs.ToPod} }
 
 // hooks are the two attachments on a pod's host-side veth: its tc ingress is what the pod
 // sends (its egress), its tc egress what it receives.
@@ -87,20 +117,35 @@ func (d *Dataplane) hooks(ifindex int) [2]tcattach.Hook {
 	}
 }
 
-// Attach puts both programs on a pod's host-side veth. What an earlier Attach left there (a
-// pinned link, a filter; of this process or a previous one) is switched to these programs.
-func (d *Dataplane) Attach(ifindex int) error {
+// Attach puts both programs on a pod's host-side veth unless they are on it already, and
+// reports whether it attached. What an earlier Attach left there (a pinned link, a filter;
+// of this process or a previous one) is switched to these programs.
+func (d *Dataplane) Attach(ifindex int) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		return false, ErrClosed
+	}
 	hs := d.hooks(ifindex)
-	for i, prog := range []*ebpf.Program{d.objs.FromPod, d.objs.ToPod} {
+	held := true
+	for i := 0; held && i < len(hs); i++ {
+		ok, err := tcattach.Holds(d.mode, hs[i], d.ids[i])
+		if err != nil {
+			return false, fmt.Errorf("policy: interface %d: %w", ifindex, err)
+		}
+		held = ok
+	}
+	if held {
+		return false, nil
+	}
+	for i, prog := range d.progs() {
 		a, err := tcattach.Attach(d.mode, hs[i], prog)
 		if err != nil {
-			return fmt.Errorf("policy: %w", err)
+			return false, fmt.Errorf("policy: %w", err)
 		}
 		a.Close() // pinned or a filter: it stays
 	}
-	return nil
+	return true, nil
 }
 
 // Attached lists the interfaces with pinned links (legacy filters go with their interface).
@@ -120,15 +165,30 @@ func (d *Dataplane) Attached() ([]int, error) {
 	return out, nil
 }
 
-// Forget unpins the links of an interface that is gone (its links went with it).
+// Forget unpins the links of an interface that was deleted (the kernel detached them). Links
+// still on an interface of that index (a new one, already attached) stay.
 func (d *Dataplane) Forget(ifindex int) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
 	var errs []error
 	for _, h := range d.hooks(ifindex) {
-		if err := os.Remove(h.Pin); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
+		errs = append(errs, tcattach.DropStale(h))
+	}
+	return errors.Join(errs...)
+}
+
+// Prune forgets the links of every interface deleted while no agent ran.
+func (d *Dataplane) Prune() error {
+	idxs, err := d.Attached()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, idx := range idxs {
+		errs = append(errs, d.Forget(idx))
 	}
 	return errors.Join(errs...)
 }

@@ -67,22 +67,13 @@ func replaceFilter(h Hook, prog *ebpf.Program) error {
 // deleteFilter removes h's filter if it is there, then the clsact qdisc if that left it with
 // no filter on either side. An interface that is gone, or has no clsact, has nothing to remove.
 func deleteFilter(h Hook) error {
-	fs, err := Filters(h.Ifindex, h.Egress)
-	if err != nil {
-		if gone(err) {
-			return nil
-		}
+	if id, err := filterProgram(h); err != nil || id == 0 {
 		return err
 	}
-	for _, f := range fs {
-		if f.Priority == h.Priority && f.Name == h.Name {
-			if err := netlink.FilterDel(h.filter(0)); err != nil && !gone(err) {
-				return fmt.Errorf("delete tc filter %s: %w", h.Name, err)
-			}
-			return dropEmptyClsact(h.Ifindex)
-		}
+	if err := netlink.FilterDel(h.filter(0)); err != nil && !gone(err) {
+		return fmt.Errorf("delete tc filter %s: %w", h.Name, err)
 	}
-	return nil
+	return dropEmptyClsact(h.Ifindex)
 }
 
 func dropEmptyClsact(ifindex int) error {

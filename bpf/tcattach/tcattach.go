@@ -136,8 +136,15 @@ func attachTCX(h Hook, prog *ebpf.Program) (link.Link, error) {
 	// A pinned link on another interface means ours is gone (its index was reused): so is the link.
 	return pinnedlink.Attach(h.Pin, prog, func(l link.Link) bool {
 		info, err := l.Info()
-		return err == nil && info.TCX() != nil && int(info.TCX().Ifindex) == h.Ifindex
+		return err == nil && onInterface(info, h)
 	}, attach)
+}
+
+// onInterface reports whether a link is a tcx link on h's interface and side. The kernel
+// detaches a tcx link when its interface is deleted and then reports interface 0 for it.
+func onInterface(info *link.Info, h Hook) bool {
+	tcx := info.TCX()
+	return tcx != nil && int(tcx.Ifindex) == h.Ifindex && ebpf.AttachType(tcx.AttachType) == h.attachType()
 }
 
 // Mode is how the program was attached.
@@ -164,16 +171,6 @@ func (a *Attachment) Detach() error {
 		return errors.Join(err, a.link.Close())
 	}
 	return deleteFilter(a.hook)
-}
-
-// Forget drops what an earlier process attached at h (its pin, its filter); nothing there is
-// not an error.
-func Forget(h Hook) error {
-	var err error
-	if h.Pin != "" {
-		err = unpinLink(h.Pin)
-	}
-	return errors.Join(err, deleteFilter(h))
 }
 
 // unpinLink detaches the link pinned at pin and removes the pin. The detach is explicit: a

@@ -154,3 +154,59 @@ func execOut(name string, args ...string) (string, error) {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
+
+// TestHoldsAndDropStale, in both modes: Holds is true only for the program an Attach in that
+// mode put at the hook; DropStale keeps the pin of a link on its interface and drops it once
+// the interface is deleted (the kernel detached the link; only the pin held it).
+func TestHoldsAndDropStale(t *testing.T) {
+	for _, m := range []Mode{TCX, Legacy} {
+		t.Run(string(m), func(t *testing.T) {
+			pins := bpffstest.Mount(t)
+			p := vethns.New(t)
+			other := map[Mode]Mode{TCX: Legacy, Legacy: TCX}[m]
+			h := Hook{Ifindex: p.Index, Pin: filepath.Join(pins, "veth-in"), Name: "skiff-test", Priority: 7}
+			holds := func(step string, m Mode, prog *ebpf.Program, want bool) {
+				t.Helper()
+				id, err := ProgramID(prog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, err := Holds(m, h, id); err != nil || got != want {
+					t.Fatalf("%s: Holds(%s) %v (%v), want %v", step, m, got, err, want)
+				}
+			}
+			pinned := func(step string, want bool) {
+				t.Helper()
+				if _, err := os.Stat(h.Pin); (err == nil) != want {
+					t.Fatalf("%s: pin %v, want it there %v", step, err, want)
+				}
+			}
+			first, second := classifier(t), classifier(t)
+			p.Do(t, p.Node, func() {
+				holds("nothing attached", m, first, false)
+				a, err := Attach(m, h, first)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a.Close()
+				holds("attached", m, first, true)
+				holds("another program", m, second, false)
+				holds("the other mode", other, first, false)
+				if err := DropStale(h); err != nil {
+					t.Fatal(err)
+				}
+				pinned("interface there", m == TCX)
+				holds("after DropStale", m, first, true)
+			})
+			p.Delete(t)
+			p.Do(t, p.Node, func() {
+				holds("interface deleted", m, first, false)
+				pinned("interface deleted", m == TCX)
+				if err := DropStale(h); err != nil {
+					t.Fatal(err)
+				}
+				pinned("dropped", false)
+			})
+		})
+	}
+}

@@ -51,7 +51,7 @@ func TestPolicyDumpReadsPinnedMaps(t *testing.T) {
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"dump", "--pin-dir", pin})
 	veth.Do(t, veth.Node, func() {
-		if err := dp.Attach(veth.Index); err != nil {
+		if _, err := dp.Attach(veth.Index); err != nil {
 			t.Fatal(err)
 		}
 		if err := cmd.Execute(); err != nil {

@@ -12,7 +12,7 @@ import (
 
 // Mount mounts a bpffs in a temporary directory, unmounted when the test ends; without root
 // (or when bpffs cannot be mounted) the test skips, or fails under SKIFF_TEST_NO_SKIP=1.
-func Mount(t *testing.T) string {
+func Mount(t testing.TB) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		needs.Skip(t, "needs root for eBPF and bpffs")

@@ -1,6 +1,6 @@
 // Package vethns gives a test a node and a pod network namespace joined by a veth pair, as
-// the CNI bridge plugin wires a pod, so tc programs can be attached to the host side and see
-// real packets. Both namespaces (and with them the veth and any qdisc on it) are deleted
+// the CNI bridge plugin wires a pod (more pods and a bridge on request), so tc programs can
+// be attached to the host side and see real packets. The namespaces (and with them the veth and any qdisc on it) are deleted
 // when the test ends.
 package vethns
 
@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vishvananda/netns"
@@ -26,23 +27,46 @@ type Pair struct {
 	HostIf            string
 	Index             int
 	NodeAddr, PodAddr netip.Addr
+	pods              *atomic.Uint32 // pods of the node namespace so far, for Another
 }
 
 // New makes the pair: node side 10.250.0.1/30, pod side (eth0) 10.250.0.2/30, both up.
-func New(t *testing.T) *Pair {
+func New(t testing.TB) *Pair {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		needs.Skip(t, "network namespaces need root")
 	}
+	node := "skt-n-" + tag()
+	ip(t, "netns", "add", node)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", node).Run() })
+	return join(t, node, &atomic.Uint32{})
+}
+
+// Another is one more pod on p's node namespace, with its own veth and the next /30
+// (10.250.n.0/30 for the node's n-th pod).
+func (p *Pair) Another(t testing.TB) *Pair {
+	t.Helper()
+	return join(t, p.Node, p.pods)
+}
+
+func tag() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	tag := hex.EncodeToString(b)
-	p := &Pair{Node: "skt-n-" + tag, Pod: "skt-p-" + tag, HostIf: "veth" + tag,
-		NodeAddr: netip.MustParseAddr("10.250.0.1"), PodAddr: netip.MustParseAddr("10.250.0.2")}
-	for _, ns := range []string{p.Node, p.Pod} {
-		ip(t, "netns", "add", ns)
-		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+	return hex.EncodeToString(b)
+}
+
+// join makes a pod namespace and its veth to node, up and addressed.
+func join(t testing.TB, node string, pods *atomic.Uint32) *Pair {
+	t.Helper()
+	n := pods.Add(1) - 1
+	if n > 255 {
+		t.Fatal("vethns: more than 256 pods on one node namespace")
 	}
+	tag := tag()
+	p := &Pair{Node: node, Pod: "skt-p-" + tag, HostIf: "veth" + tag, pods: pods,
+		NodeAddr: netip.AddrFrom4([4]byte{10, 250, byte(n), 1}), PodAddr: netip.AddrFrom4([4]byte{10, 250, byte(n), 2})}
+	ip(t, "netns", "add", p.Pod)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", p.Pod).Run() })
 	ip(t, "-n", p.Node, "link", "add", p.HostIf, "type", "veth", "peer", "name", "eth0", "netns", p.Pod)
 	ip(t, "-n", p.Node, "addr", "add", p.NodeAddr.String()+"/30", "dev", p.HostIf)
 	ip(t, "-n", p.Node, "link", "set", p.HostIf, "up")
@@ -59,7 +83,24 @@ func New(t *testing.T) *Pair {
 	return p
 }
 
-func ip(t *testing.T, args ...string) {
+// Enslave makes the node side a port of bridge br in the node namespace, as the CNI bridge
+// plugin does, creating br (up) if it is not there.
+func (p *Pair) Enslave(t testing.TB, br string) {
+	t.Helper()
+	if exec.Command("ip", "-n", p.Node, "link", "show", br).Run() != nil {
+		ip(t, "-n", p.Node, "link", "add", br, "type", "bridge")
+		ip(t, "-n", p.Node, "link", "set", br, "up")
+	}
+	ip(t, "-n", p.Node, "link", "set", p.HostIf, "master", br)
+}
+
+// Delete deletes the veth (both ends), as CNI DEL does.
+func (p *Pair) Delete(t testing.TB) {
+	t.Helper()
+	ip(t, "-n", p.Node, "link", "del", p.HostIf)
+}
+
+func ip(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		t.Fatalf("ip %v: %v: %s", args, err, out)
@@ -68,7 +109,7 @@ func ip(t *testing.T, args ...string) {
 
 // Do runs fn on a thread inside namespace ns: netlink calls, attaches, sockets it opens are
 // that namespace's.
-func (p *Pair) Do(t *testing.T, ns string, fn func()) {
+func (p *Pair) Do(t testing.TB, ns string, fn func()) {
 	t.Helper()
 	runtime.LockOSThread()
 	orig, err := netns.Get()
@@ -99,7 +140,7 @@ func (p *Pair) Do(t *testing.T, ns string, fn func()) {
 // Sink listens on TCP addr inside namespace ns and accepts and closes every connection, so
 // a test can tell a connect that went through from one that was dropped. It is closed when
 // the test ends.
-func (p *Pair) Sink(t *testing.T, ns, addr string) net.Listener {
+func (p *Pair) Sink(t testing.TB, ns, addr string) net.Listener {
 	t.Helper()
 	var ln net.Listener
 	p.Do(t, ns, func() {

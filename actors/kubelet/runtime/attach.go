@@ -2,10 +2,13 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	containerd "github.com/containerd/containerd/v2/client"
+
+	"github.com/skiff-sh/skiff/actors/nodeapi/attachmsg"
 )
 
 // Stdin is one attached client's way into a container's stdin. Several clients may write at
@@ -72,7 +75,7 @@ func (r *Runtime) AttachStdin(ctx context.Context, id string) (*Stdin, error) {
 		}
 		name := labels[labelName]
 		if labels[labelStdin] == "" {
-			return nil, fmt.Errorf("stdin: container %q was created without stdin (spec.containers[].stdin is false), so there is none to attach to", name)
+			return nil, errors.New(attachmsg.NoStdin(name))
 		}
 		return nil, fmt.Errorf("stdin: the stdin of container %q is closed (stdinOnce closes it when the first attached client leaves; a node agent restart closes it too)", name)
 	}

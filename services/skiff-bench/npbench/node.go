@@ -86,7 +86,7 @@ func (n *node) attach(dp *policy.Dataplane) error {
 			if err != nil {
 				return err
 			}
-			if err := dp.Attach(ifc.Index); err != nil {
+			if _, err := dp.Attach(ifc.Index); err != nil {
 				return err
 			}
 		}
