@@ -68,7 +68,7 @@ func Run(w io.Writer, o Options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	skiff, coredns, err := buildBins(ctx, dir)
+	skiff, dnsBin, coredns, err := buildBins(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func Run(w io.Writer, o Options) error {
 		}
 		dns := func(extra ...string) func(ctx context.Context) (*child, string, error) {
 			return func(ctx context.Context) (*child, string, error) {
-				return startSkiffDNS(ctx, dir, data, skiff, natsPort, extra...)
+				return startSkiffDNS(ctx, dir, data, skiff, dnsBin, natsPort, extra...)
 			}
 		}
 		servers := []server{
@@ -150,6 +150,8 @@ func Run(w io.Writer, o Options) error {
 		"  which keep only the fields DNS reads, over a state-log view of Services and EndpointSlices that keeps their values packed).\n"+
 		"  anon: the part of RSS that is not the executable's file pages (heap, stacks, runtime); the rest is the code and read-only\n"+
 		"  data its run touched, which for skiff dns is the multi-purpose skiff binary's (every linked package's init runs).\n"+
+		"  Both servers run from copies of their binaries in the run's directory, evicted from the page cache before each start,\n"+
+		"  so each maps what its own run reads, as after a boot (not the 2 MiB folios a binary just written by the linker sits in).\n"+
 		"  Live heap: the Go heap its last collection found live (GODEBUG=gctrace=1).\n"+
 		"DNS's share of a node agent: skiff dns on informers keeping whole objects (as a node agent's, shared with its proxy, do)\n"+
 		"  less the same process with those informers and no server: what running DNS adds to a node, against CoreDNS's whole process.\n"+
