@@ -31,6 +31,11 @@ type child struct {
 }
 
 func spawn(dir, name, bin string, args ...string) (*child, error) {
+	return spawnEnv(dir, name, bin, nil, args...)
+}
+
+// spawnEnv is spawn with env added to the bench's environment.
+func spawnEnv(dir, name, bin string, env []string, args ...string) (*child, error) {
 	if err := evict(bin); err != nil {
 		return nil, err
 	}
@@ -42,7 +47,7 @@ func spawn(dir, name, bin string, args ...string) (*child, error) {
 	defer f.Close()
 	c.cmd.Stdout, c.cmd.Stderr = f, f
 	// Each Go runtime logs its collections, whose live heap liveHeap reads.
-	c.cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
+	c.cmd.Env = append(append(os.Environ(), "GODEBUG=gctrace=1"), env...)
 	// Killed with the bench if the bench dies first.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
@@ -196,10 +201,10 @@ func buildBins(ctx context.Context, dir string) (skiff, dnsBin, coredns string, 
 	return skiff, dnsBin, coredns, nil
 }
 
-// startSkiffDNS runs `skiff dns` (with extra flags, from the binary dnsBin) joined to the control plane's NATS with a
+// startSkiffDNS runs `skiff dns` (with extra flags and env, from the binary dnsBin) joined to the control plane's NATS with a
 // node's credentials minted from data's keys; it returns once the server has synced and
 // listens, or, with --no-server, once its informers have synced (the address is then "").
-func startSkiffDNS(ctx context.Context, dir, data, skiff, dnsBin string, natsPort int, extra ...string) (*child, string, error) {
+func startSkiffDNS(ctx context.Context, dir, data, skiff, dnsBin string, natsPort int, env []string, extra ...string) (*child, string, error) {
 	creds, err := exec.CommandContext(ctx, skiff, "nats-creds", "--node", "bench-dns", "--data-dir", data).Output()
 	if err != nil {
 		return nil, "", fmt.Errorf("skiff nats-creds: %w", err)
@@ -210,7 +215,7 @@ func startSkiffDNS(ctx context.Context, dir, data, skiff, dnsBin string, natsPor
 	}
 	args := append([]string{"dns", "--listen", "127.0.0.1:0", "--node-name", "bench-dns", "--nats-creds", credsFile,
 		"--nats-url", "nats://127.0.0.1:" + strconv.Itoa(natsPort), "--upstream", "127.0.0.1:9"}, extra...)
-	c, err := spawn(dir, "skiff-dns", dnsBin, args...)
+	c, err := spawnEnv(dir, "skiff-dns", dnsBin, env, args...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -243,9 +248,9 @@ const corefile = `.:%d {
 }
 `
 
-// startCoreDNS runs CoreDNS against Skiff's API; it returns once CoreDNS answers for
-// probeName (its informers have the Services).
-func startCoreDNS(ctx context.Context, dir, bin, kubeconfig, probeName string) (*child, string, error) {
+// startCoreDNS runs CoreDNS against Skiff's API (env added to its environment); it returns once
+// CoreDNS answers for probeName (its informers have the Services).
+func startCoreDNS(ctx context.Context, dir, bin, kubeconfig, probeName string, env ...string) (*child, string, error) {
 	port, err := benchutil.FreePort()
 	if err != nil {
 		return nil, "", err
@@ -254,7 +259,7 @@ func startCoreDNS(ctx context.Context, dir, bin, kubeconfig, probeName string) (
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(corefile, port, kubeconfig)), 0o644); err != nil {
 		return nil, "", err
 	}
-	c, err := spawn(dir, "coredns", bin, "-conf", conf)
+	c, err := spawnEnv(dir, "coredns", bin, env, "-conf", conf)
 	if err != nil {
 		return nil, "", err
 	}
