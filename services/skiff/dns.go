@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -17,6 +18,21 @@ import (
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/bus/identity"
 )
+
+// dnsGCPercent is `skiff dns`'s GOGC unless the environment sets one. Its live heap is the zone
+// and the informers' small objects, steady between Service changes, and Go's default (100)
+// lets the heap grow to twice that before collecting, which the runtime then keeps mapped:
+// half the headroom is a fifth less memory at 1,000 Services and about the same queries/s in
+// the DNS benchmark (25 cost a quarter of them). A CoreDNS user can set GOGC the same way; the
+// benchmark shows CoreDNS at both.
+const dnsGCPercent = 50
+
+// dnsGC applies dnsGCPercent unless GOGC is set (the runtime has then applied it already).
+func dnsGC() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(dnsGCPercent)
+	}
+}
 
 // newDNS runs the cluster DNS server without the rest of a node: joined to the control plane
 // through NATS with its own informers, for hosts outside the pod network, and so its memory
@@ -41,6 +57,7 @@ func newDNS() *cobra.Command {
 					}
 				}
 			}
+			dnsGC()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			// It reads what a node's DNS server reads, so it joins as a node, keeping only the

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +75,23 @@ func TestDNSCommandFlagErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: want an error naming %s, got %v", tc.args, tc.want, err)
 		}
+	}
+}
+
+// `skiff dns` collects at GOGC=50 unless the environment sets GOGC, which stays in force.
+func TestDNSGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	debug.SetGCPercent(100)
+	dnsGC()
+	if got := debug.SetGCPercent(100); got != dnsGCPercent {
+		t.Fatalf("GOGC unset: percent %d, want %d", got, dnsGCPercent)
+	}
+	t.Setenv("GOGC", "80")
+	debug.SetGCPercent(80) // as the runtime does at start from the environment
+	dnsGC()
+	if got := debug.SetGCPercent(100); got != 80 {
+		t.Fatalf("GOGC=80: percent %d, want 80 kept", got)
 	}
 }

@@ -68,7 +68,7 @@ func Run(w io.Writer, o Options) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	skiff, coredns, err := buildBins(ctx, dir)
+	skiff, dnsBin, coredns, err := buildBins(ctx, dir)
 	if err != nil {
 		return err
 	}
@@ -104,20 +104,26 @@ func Run(w io.Writer, o Options) error {
 		for i := range names {
 			names[i] = svcName(i) + "." + namespace + ".svc.cluster.local."
 		}
-		dns := func(extra ...string) func(ctx context.Context) (*child, string, error) {
+		dns := func(env []string, extra ...string) func(ctx context.Context) (*child, string, error) {
 			return func(ctx context.Context) (*child, string, error) {
-				return startSkiffDNS(ctx, dir, data, skiff, natsPort, extra...)
+				return startSkiffDNS(ctx, dir, data, skiff, dnsBin, natsPort, env, extra...)
 			}
 		}
+		agentGC := []string{"GOGC=100"}
 		servers := []server{
-			{"skiff dns", dns()},
+			{"skiff dns", dns(nil)},
 			{"coredns " + corednsVersion, func(ctx context.Context) (*child, string, error) {
 				return startCoreDNS(ctx, dir, coredns, kubeconfig, names[n-1])
 			}},
+			// skiff dns collects at GOGC=50 by default; CoreDNS users can set the same.
+			{"coredns " + corednsVersion + ", GOGC=50", func(ctx context.Context) (*child, string, error) {
+				return startCoreDNS(ctx, dir, coredns, kubeconfig, names[n-1], "GOGC=50")
+			}},
 			// A node agent's DNS shares the informers its proxy keeps whole: what DNS adds to
-			// it is the server on those informers less the same informers alone.
-			{"skiff dns, whole objects", dns("--whole-objects")},
-			{"same informers, no server", dns("--whole-objects", "--no-server")},
+			// it is the server on those informers less the same informers alone, both at the
+			// agent's GOGC (Go's default).
+			{"skiff dns, whole objects", dns(agentGC, "--whole-objects")},
+			{"same informers, no server", dns(agentGC, "--whole-objects", "--no-server")},
 		}
 		var res []result
 		for _, s := range servers {
@@ -132,31 +138,39 @@ func Run(w io.Writer, o Options) error {
 			}
 			t.Row(n, s.name, fmt.Sprintf("%.0f", r.load.qps), r.load.p50.Round(time.Microsecond), r.load.p99.Round(time.Microsecond),
 				r.load.failed, r.ready[0].Round(time.Millisecond), r.ready[1].Round(time.Millisecond), mib(int64(r.rss)), mib(int64(r.anon)), r.heap)
-			if len(res) == 2 {
-				t.Row(n, "skiff/coredns", fmt.Sprintf("%.2fx", res[0].load.qps/res[1].load.qps), "", "", "", "", "",
-					ratio(res[0].rss, res[1].rss), ratio(res[0].anon, res[1].anon), fmt.Sprintf("%.2fx", float64(res[0].heap)/float64(res[1].heap)))
+			if label := map[int]string{2: "skiff/coredns", 3: "skiff/coredns GOGC=50"}[len(res)]; label != "" {
+				t.Row(n, label, fmt.Sprintf("%.2fx", res[0].load.qps/r.load.qps), "", "", "", "", "",
+					ratio(res[0].rss, r.rss), ratio(res[0].anon, r.anon), fmt.Sprintf("%.2fx", float64(res[0].heap)/float64(r.heap)))
 			}
 		}
-		share, shareAnon := int64(res[2].rss)-int64(res[3].rss), int64(res[2].anon)-int64(res[3].anon)
-		t.Row(n, "DNS's share of a node agent", "", "", "", "", "", "", mib(share), mib(shareAnon), res[2].heap-res[3].heap)
+		share, shareAnon := int64(res[3].rss)-int64(res[4].rss), int64(res[3].anon)-int64(res[4].anon)
+		t.Row(n, "DNS's share of a node agent", "", "", "", "", "", "", mib(share), mib(shareAnon), res[3].heap-res[4].heap)
 		t.Row(n, "share/coredns", "", "", "", "", "", "", fmt.Sprintf("%.2fx", float64(share)/float64(res[1].rss)),
 			fmt.Sprintf("%.2fx", float64(shareAnon)/float64(res[1].anon)), "")
 	}
 	if err := t.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Load: %d queries in flight over UDP (closed loop), A for a random Service, %v per server, one server at a time on this host.\n"+
-		"RSS: each server's whole process after its load run (skiff dns: the DNS actor with its own NATS connection and informers,\n"+
-		"  which keep only the fields DNS reads, over a state-log view of Services and EndpointSlices that keeps their values packed).\n"+
-		"  anon: the part of RSS that is not the executable's file pages (heap, stacks, runtime); the rest is the code and read-only\n"+
-		"  data its run touched, which for skiff dns is the multi-purpose skiff binary's (every linked package's init runs).\n"+
-		"  Live heap: the Go heap its last collection found live (GODEBUG=gctrace=1).\n"+
-		"DNS's share of a node agent: skiff dns on informers keeping whole objects (as a node agent's, shared with its proxy, do)\n"+
-		"  less the same process with those informers and no server: what running DNS adds to a node, against CoreDNS's whole process.\n"+
-		"Ready→answer: an endpoint's ready condition written through the API until the server's answer has its address (polled every ms).\n",
-		o.Workers, o.Duration)
+	fmt.Fprintf(w, notes, o.Workers, o.Duration)
 	return nil
 }
+
+// notes explain the table, with the load's workers and duration.
+const notes = `Load: %d queries in flight over UDP (closed loop), A for a random Service, %v per server, one server at a time on this host.
+RSS: each server's whole process after its load run (skiff dns: the DNS actor with its own NATS connection and informers,
+  which keep only the fields DNS reads, over a state-log view of Services and EndpointSlices that keeps their values packed).
+  anon: the part of RSS that is not the executable's file pages (heap, stacks, runtime); the rest is the code and read-only
+  data its run touched, which for skiff dns is the multi-purpose skiff binary's (every linked package's init runs).
+  Both servers run from copies of their binaries in the run's directory, evicted from the page cache before each start,
+  so each maps what its own run reads, as after a boot (not the 2 MiB folios a binary just written by the linker sits in).
+  Live heap: the Go heap its last collection found live (GODEBUG=gctrace=1).
+GC: skiff dns collects at GOGC=50 unless GOGC is set (its default); CoreDNS runs at Go's default (100) and, in its own
+  row, at GOGC=50 as its users could set it.
+DNS's share of a node agent: skiff dns on informers keeping whole objects (as a node agent's, shared with its proxy, do)
+  less the same process with those informers and no server, both at GOGC=100 as the agent runs: what running DNS adds to a
+  node, against CoreDNS's whole process.
+Ready→answer: an endpoint's ready condition written through the API until the server's answer has its address (polled every ms).
+`
 
 // measure starts one server, loads it, times readiness changes through it and reads its RSS.
 // Each readiness change uses an address from newIP, so its answer is new.

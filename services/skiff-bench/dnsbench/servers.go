@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
 )
@@ -28,6 +31,14 @@ type child struct {
 }
 
 func spawn(dir, name, bin string, args ...string) (*child, error) {
+	return spawnEnv(dir, name, bin, nil, args...)
+}
+
+// spawnEnv is spawn with env added to the bench's environment.
+func spawnEnv(dir, name, bin string, env []string, args ...string) (*child, error) {
+	if err := evict(bin); err != nil {
+		return nil, err
+	}
 	c := &child{cmd: exec.Command(bin, args...), log: filepath.Join(dir, name+".log")}
 	f, err := os.Create(c.log)
 	if err != nil {
@@ -36,7 +47,7 @@ func spawn(dir, name, bin string, args ...string) (*child, error) {
 	defer f.Close()
 	c.cmd.Stdout, c.cmd.Stderr = f, f
 	// Each Go runtime logs its collections, whose live heap liveHeap reads.
-	c.cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
+	c.cmd.Env = append(append(os.Environ(), "GODEBUG=gctrace=1"), env...)
 	// Killed with the bench if the bench dies first.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
@@ -125,31 +136,75 @@ func (c *child) liveHeap() (int, error) {
 	return strconv.Atoi(string(m[len(m)-1][3]))
 }
 
+// evict drops bin's pages from the page cache (those no process maps), so a process started
+// from it maps only the pages its own run reads, as after a boot. Without it a binary's RSS
+// depends on its file's history: one just written by the Go linker sits in the page cache in
+// 2 MiB folios, and a read of any byte maps the whole folio (at 1,000 Services skiff dns had
+// 10 MiB of such PMD mappings and 13 MiB more file pages than from a cold copy of itself).
+func evict(bin string) error {
+	f, err := os.Open(bin)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("evict %s from the page cache: %w", bin, err)
+	}
+	return nil
+}
+
+// copyBin copies the binary src to dst (mode 0755).
+func copyBin(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
 // buildBins builds skiff from this tree and CoreDNS from the corednsbuild module (into the
-// cache, once per version).
-func buildBins(ctx context.Context, dir string) (skiff, coredns string, err error) {
+// cache, once per version). The servers under test run from copies in dir written the same
+// way: skiff dns then shares no page-cache pages with the control plane's skiff, and neither
+// binary's file pages depend on how or when it was built (each is evicted before it starts).
+func buildBins(ctx context.Context, dir string) (skiff, dnsBin, coredns string, err error) {
 	root, err := benchutil.ModuleRoot(ctx)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	skiff = filepath.Join(dir, "skiff")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", skiff, "./services/skiff")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("build skiff: %w\n%s", err, out)
+		return "", "", "", fmt.Errorf("build skiff: %w\n%s", err, out)
 	}
 	bins, err := benchutil.BuildFromModule(ctx, filepath.Join("services", "skiff-bench", "dnsbench", "corednsbuild"),
 		"coredns-"+corednsVersion, map[string]string{"coredns": "github.com/coredns/coredns"})
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
-	return skiff, bins["coredns"], nil
+	dnsBin, coredns = filepath.Join(dir, "skiff-dns"), filepath.Join(dir, "coredns")
+	if err := copyBin(skiff, dnsBin); err != nil {
+		return "", "", "", err
+	}
+	if err := copyBin(bins["coredns"], coredns); err != nil {
+		return "", "", "", err
+	}
+	return skiff, dnsBin, coredns, nil
 }
 
-// startSkiffDNS runs `skiff dns` (with extra flags) joined to the control plane's NATS with a
+// startSkiffDNS runs `skiff dns` (with extra flags and env, from the binary dnsBin) joined to the control plane's NATS with a
 // node's credentials minted from data's keys; it returns once the server has synced and
 // listens, or, with --no-server, once its informers have synced (the address is then "").
-func startSkiffDNS(ctx context.Context, dir, data, skiff string, natsPort int, extra ...string) (*child, string, error) {
+func startSkiffDNS(ctx context.Context, dir, data, skiff, dnsBin string, natsPort int, env []string, extra ...string) (*child, string, error) {
 	creds, err := exec.CommandContext(ctx, skiff, "nats-creds", "--node", "bench-dns", "--data-dir", data).Output()
 	if err != nil {
 		return nil, "", fmt.Errorf("skiff nats-creds: %w", err)
@@ -160,7 +215,7 @@ func startSkiffDNS(ctx context.Context, dir, data, skiff string, natsPort int, e
 	}
 	args := append([]string{"dns", "--listen", "127.0.0.1:0", "--node-name", "bench-dns", "--nats-creds", credsFile,
 		"--nats-url", "nats://127.0.0.1:" + strconv.Itoa(natsPort), "--upstream", "127.0.0.1:9"}, extra...)
-	c, err := spawn(dir, "skiff-dns", skiff, args...)
+	c, err := spawnEnv(dir, "skiff-dns", dnsBin, env, args...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -193,9 +248,9 @@ const corefile = `.:%d {
 }
 `
 
-// startCoreDNS runs CoreDNS against Skiff's API; it returns once CoreDNS answers for
-// probeName (its informers have the Services).
-func startCoreDNS(ctx context.Context, dir, bin, kubeconfig, probeName string) (*child, string, error) {
+// startCoreDNS runs CoreDNS against Skiff's API (env added to its environment); it returns once
+// CoreDNS answers for probeName (its informers have the Services).
+func startCoreDNS(ctx context.Context, dir, bin, kubeconfig, probeName string, env ...string) (*child, string, error) {
 	port, err := benchutil.FreePort()
 	if err != nil {
 		return nil, "", err
@@ -204,7 +259,7 @@ func startCoreDNS(ctx context.Context, dir, bin, kubeconfig, probeName string) (
 	if err := os.WriteFile(conf, []byte(fmt.Sprintf(corefile, port, kubeconfig)), 0o644); err != nil {
 		return nil, "", err
 	}
-	c, err := spawn(dir, "coredns", bin, "-conf", conf)
+	c, err := spawnEnv(dir, "coredns", bin, env, "-conf", conf)
 	if err != nil {
 		return nil, "", err
 	}
