@@ -68,8 +68,8 @@ func ownedUpdate(k *schemas.Kind, sub string, live, next runtime.Object, manager
 		if e.FieldsV1 == nil {
 			return nil, false
 		}
-		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		set, err := parsedFieldSets.get(e.FieldsV1.Raw)
+		if err != nil {
 			return nil, false
 		}
 		for _, p := range changed {
