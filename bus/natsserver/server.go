@@ -149,12 +149,13 @@ func (s *Server) ClientURL() string {
 	return s.ns.ClientURL()
 }
 
-// Connect opens an in-process client connection, listener or not: this process's own
-// components (the apiserver, its log view, the controllers) then reach the server through
-// memory, not the loopback TCP stack, whose send and receive system calls were ~10% of the
-// control plane's CPU at 500 Lease renewals a second. Other processes connect over TCP.
+// Connect opens a client connection: in-process when the server has no
+// listener, over TCP otherwise.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
-	return nats.Connect("", append([]nats.Option{nats.InProcessServer(s.ns)}, opts...)...)
+	if s.cfg.Port == 0 {
+		return nats.Connect("", append([]nats.Option{nats.InProcessServer(s.ns)}, opts...)...)
+	}
+	return nats.Connect(s.ns.ClientURL(), opts...)
 }
 
 // Shutdown stops the server and waits until it has stopped.
