@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -131,23 +129,6 @@ func (a *apiActor) serveWire(ctx context.Context, subject string, data []byte, _
 		req.Header["User-Agent"] = "skiff-" + string(id.Role)
 	}
 	return a.cfg.Server.ServeWire(ctx, req), nil, nil
-}
-
-// ServeWire answers one apiwire.Request; a watch is a long poll answered with an
-// apiwire.WatchBatch (wirewatch.go).
-func (s *Server) ServeWire(ctx context.Context, req apiwire.Request) []byte {
-	ctx = withWirePoll(s.wireContext(ctx))
-	r := httptest.NewRequestWithContext(ctx, req.Method, req.Path, bytes.NewReader(req.Body))
-	if req.ContentType != "" {
-		r.Header.Set("Content-Type", req.ContentType)
-	}
-	for k, v := range req.Header {
-		r.Header.Set(k, v)
-	}
-	rec := httptest.NewRecorder()
-	s.Handler().ServeHTTP(rec, r)
-	out, _ := json.Marshal(apiwire.Response{Code: rec.Code, Body: rec.Body.Bytes()})
-	return out
 }
 
 // listener returns the configured listener the first time; after a restart (Shutdown closed

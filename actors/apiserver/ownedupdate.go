@@ -68,8 +68,8 @@ func ownedUpdate(k *schemas.Kind, sub string, live, next runtime.Object, manager
 		if e.FieldsV1 == nil {
 			return nil, false
 		}
-		set := &fieldpath.Set{}
-		if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		set, err := parsedFieldSets.get(e.FieldsV1.Raw)
+		if err != nil {
 			return nil, false
 		}
 		for _, p := range changed {
@@ -129,9 +129,17 @@ func sameEntries(a, b []metav1.ManagedFieldsEntry) bool {
 	return true
 }
 
+var scalarStructs = map[reflect.Type]bool{
+	reflect.TypeFor[metav1.Time](): true, reflect.TypeFor[metav1.MicroTime](): true, reflect.TypeFor[metav1.Duration](): true,
+	reflect.TypeFor[resource.Quantity](): true, reflect.TypeFor[intstr.IntOrString](): true,
+}
+
 // scalarEqual compares the types that serialise to one JSON scalar, which the field manager
 // owns as leaves, as semantic equality does; ok is false for any other type.
 func scalarEqual(a, b reflect.Value) (equal, ok bool) {
+	if !scalarStructs[a.Type()] {
+		return false, false // before Interface, which copies the struct to the heap
+	}
 	switch x := a.Interface().(type) {
 	case metav1.Time:
 		y := b.Interface().(metav1.Time)
@@ -256,7 +264,7 @@ func skipped(path fieldpath.Path, name string) bool {
 
 // present reports whether encoding/json writes the field.
 func present(v reflect.Value, opts string) bool {
-	for _, o := range strings.Split(opts, ",") {
+	for o := range strings.SplitSeq(opts, ",") {
 		switch o {
 		case "omitempty":
 			switch v.Kind() {

@@ -17,6 +17,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/actors/nodeheartbeat"
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/schemas"
 )
 
 // Label and annotation that mark a simulated node.
@@ -93,6 +94,13 @@ type Thaw struct{ Node string }
 
 // NodeName is the name of the i-th node of a fleet with prefix.
 func NodeName(prefix string, i int) string { return fmt.Sprintf("%s%d", prefix, i) }
+
+// Kinds are the only kinds the fleet reads from the log (its pod and node caches): a process
+// that runs nothing else joins reading only these, so the log's other writes, its own 500
+// Lease renewals a second at 5,000 nodes first, never reach it.
+func Kinds() []*schemas.Kind {
+	return []*schemas.Kind{informer.MustKind("", "pods"), informer.MustKind("", "nodes")}
+}
 
 // fleet is what outlives the actor's restarts: the caches, the heartbeat's memory of leases,
 // frozen nodes and handed-out pod IPs.

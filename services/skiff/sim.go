@@ -35,7 +35,7 @@ func newSim(g *globals) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			m, err := controlplane.Join(ctx, natsURL, "skiff-sim", auth)
+			m, err := controlplane.JoinReading(ctx, natsURL, "skiff-sim", controlplane.Reads{Kinds: simnode.Kinds()}, auth)
 			if err != nil {
 				return err
 			}

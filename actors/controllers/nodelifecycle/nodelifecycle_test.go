@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -116,4 +117,61 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// reconciles is how many reconciles the node controller has finished, in any control plane of
+// this test binary.
+func reconciles(t *testing.T) uint64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, mf := range mfs {
+		if mf.GetName() != "skiff_controller_reconcile_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == nodelifecycle.Name {
+					n += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return n
+}
+
+// TestResyncLeavesHealthyNodesAlone: renewals and the periodic resync of nodes in good
+// standing reconcile nothing; each node is looked at again only at its grace deadline.
+func TestResyncLeavesHealthyNodesAlone(t *testing.T) {
+	const nodes, monitor, window = 20, 50 * time.Millisecond, 2 * time.Second
+	cp := ct.Start(t)
+	ct.Spawn(t, cp, "simnode", simnode.New(simnode.Config{Log: cp.Log, Client: cp.Client, Nodes: nodes, RenewInterval: 100 * time.Millisecond}))
+	ct.Spawn(t, cp, "nodelifecycle", nodelifecycle.New(nodelifecycle.Config{Informers: cp.Informers, Client: cp.Client,
+		GracePeriod: 4 * time.Second, MonitorPeriod: monitor}))
+	ct.Wait(t, func() error {
+		for i := range nodes {
+			n, err := ct.TryGet[*corev1.Node](cp, "", "nodes", "", simnode.NodeName("sim-", i))
+			if err != nil {
+				return err
+			}
+			if ready(n) != corev1.ConditionTrue {
+				return ct.Errorf("node %s not ready yet", n.Name)
+			}
+		}
+		return nil
+	})
+	before := reconciles(t)
+	time.Sleep(window)
+	// Every resync reconciling every node would be nodes*window/monitor = 800.
+	if got := reconciles(t) - before; got > nodes*uint64(window/monitor)/8 {
+		t.Fatalf("%d reconciles of %d healthy nodes in %v", got, nodes, window)
+	}
+	for i := range nodes {
+		if n := ct.Get[*corev1.Node](t, cp, "", "nodes", "", simnode.NodeName("sim-", i)); ready(n) != corev1.ConditionTrue || len(n.Spec.Taints) != 0 {
+			t.Fatalf("node %s: ready=%s taints=%v", n.Name, ready(n), n.Spec.Taints)
+		}
+	}
 }
