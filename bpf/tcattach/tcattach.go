@@ -147,9 +147,6 @@ func onInterface(info *link.Info, h Hook) bool {
 	return tcx != nil && int(tcx.Ifindex) == h.Ifindex && ebpf.AttachType(tcx.AttachType) == h.attachType()
 }
 
-// Mode is how the program was attached.
-func (a *Attachment) Mode() Mode { return a.mode }
-
 // Close releases the process's hold: a pinned attachment stays, an unpinned one is detached.
 func (a *Attachment) Close() error {
 	if a.mode == TCX {
