@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -27,14 +26,7 @@ func TestAttachedInBothModes(t *testing.T) {
 			ln := p.Sink(t, p.Pod, ":0")
 			open := uint16(ln.Addr().(*net.TCPAddr).Port)
 			connects := func(port uint16) bool {
-				var err error
-				p.Do(t, p.Node, func() {
-					var c net.Conn
-					if c, err = net.DialTimeout("tcp", netip.AddrPortFrom(p.PodAddr, port).String(), time.Second); err == nil {
-						c.Close()
-					}
-				})
-				return err == nil
+				return p.Connect(t, p.Node, netip.AddrPortFrom(p.PodAddr, port).String()) == nil
 			}
 			load := func() *nodeport.Dataplane {
 				t.Helper()

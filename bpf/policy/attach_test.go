@@ -2,12 +2,10 @@ package policy
 
 import (
 	"errors"
-	"net"
 	"net/netip"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -30,14 +28,7 @@ func TestAttachedEnforcesInBothModes(t *testing.T) {
 			p.Sink(t, p.Pod, target)
 			connects := func(step string, want bool) {
 				t.Helper()
-				var err error
-				p.Do(t, p.Node, func() {
-					var c net.Conn
-					if c, err = net.DialTimeout("tcp", target, time.Second); err == nil {
-						c.Close()
-					}
-				})
-				if (err == nil) != want {
+				if err := p.Connect(t, p.Node, target); (err == nil) != want {
 					t.Fatalf("%s: connect to %s: %v, want success %v", step, target, err, want)
 				}
 			}

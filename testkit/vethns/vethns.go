@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vishvananda/netns"
 
@@ -135,6 +136,20 @@ func (p *Pair) Do(t testing.TB, ns string, fn func()) {
 		runtime.UnlockOSThread()
 	}()
 	fn()
+}
+
+// Connect opens a TCP connection to addr from inside namespace ns and closes it: nil when a
+// Sink (or any listener) accepted it, the dial's error when it was refused or dropped.
+func (p *Pair) Connect(t testing.TB, ns, addr string) error {
+	t.Helper()
+	var err error
+	p.Do(t, ns, func() {
+		var c net.Conn
+		if c, err = net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+		}
+	})
+	return err
 }
 
 // Sink listens on TCP addr inside namespace ns and accepts and closes every connection, so
