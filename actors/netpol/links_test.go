@@ -97,7 +97,7 @@ func programs(t *testing.T, p *vethns.Pair, want int) {
 func inEachMode(t *testing.T, test func(t *testing.T, m tcattach.Mode, pin string, dp *policy.Dataplane)) {
 	for _, m := range []tcattach.Mode{tcattach.TCX, tcattach.Legacy} {
 		t.Run(string(m), func(t *testing.T) {
-			pin := filepath.Join(bpffstest.Mount(t), "node")
+			pin := bpffstest.PinDir(t)
 			dp, err := policy.LoadMode(pin, m)
 			if err != nil {
 				t.Fatal(err)

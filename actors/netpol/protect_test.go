@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -75,7 +74,7 @@ func TestProtectWaitsForTheDataplane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pin := filepath.Join(bpffstest.Mount(t), "node")
+	pin := bpffstest.PinDir(t)
 	first, err := policy.LoadMode(pin, m)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bpf/lb"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/testkit/bpffstest"
 	"github.com/skiff-sh/skiff/testkit/cgrouptest"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
@@ -43,7 +44,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	needRoot(t)
-	pin := cgrouptest.MountBPFFS(t)
+	pin := bpffstest.PinDir(t)
 	probe, err := lb.Load(lb.Options{})
 	if err != nil {
 		needs.Skipf(t, "kernel cannot load the socket LB programs: %v", err)

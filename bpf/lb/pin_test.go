@@ -7,7 +7,7 @@ import (
 
 	"github.com/cilium/ebpf/link"
 
-	"github.com/skiff-sh/skiff/testkit/cgrouptest"
+	"github.com/skiff-sh/skiff/testkit/bpffstest"
 )
 
 func attachedCount(t *testing.T, cgroup string) int {
@@ -33,7 +33,7 @@ func attachedCount(t *testing.T, cgroup string) int {
 // a crash left behind, and Remove takes everything out of the kernel.
 func TestPinnedSurvivesReload(t *testing.T) {
 	needRoot(t)
-	pin := cgrouptest.MountBPFFS(t)
+	pin := bpffstest.PinDir(t)
 	dp1, err := Load(Options{PinPath: pin})
 	if err != nil {
 		t.Skipf("kernel cannot load the socket LB programs: %v", err)

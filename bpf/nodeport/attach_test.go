@@ -10,7 +10,7 @@ import (
 	"github.com/skiff-sh/skiff/bpf/lb"
 	"github.com/skiff-sh/skiff/bpf/nodeport"
 	"github.com/skiff-sh/skiff/bpf/tcattach"
-	"github.com/skiff-sh/skiff/testkit/cgrouptest"
+	"github.com/skiff-sh/skiff/testkit/bpffstest"
 	"github.com/skiff-sh/skiff/testkit/vethns"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestAttachedInBothModes(t *testing.T) {
 	for _, m := range []tcattach.Mode{tcattach.TCX, tcattach.Legacy} {
 		t.Run(string(m), func(t *testing.T) {
-			pin := cgrouptest.MountBPFFS(t)
+			pin := bpffstest.PinDir(t)
 			p := vethns.New(t)
 			// The pod side plays the node: the programs go on its eth0, the client is the other end.
 			ln := p.Sink(t, p.Pod, ":0")

@@ -11,7 +11,7 @@ import (
 
 	"github.com/skiff-sh/skiff/bpf/lb"
 	"github.com/skiff-sh/skiff/bpf/nodeport"
-	"github.com/skiff-sh/skiff/testkit/cgrouptest"
+	"github.com/skiff-sh/skiff/testkit/bpffstest"
 	"github.com/skiff-sh/skiff/testkit/needs"
 )
 
@@ -280,7 +280,7 @@ func TestPinnedAdoptedAndSwept(t *testing.T) {
 	if os.Geteuid() != 0 {
 		needs.Skip(t, "loading tc programs needs root")
 	}
-	pin := cgrouptest.MountBPFFS(t)
+	pin := bpffstest.PinDir(t)
 	d1, err := nodeport.Load(nodeport.Options{PinPath: pin})
 	if err != nil {
 		t.Fatal(err)

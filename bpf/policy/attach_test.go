@@ -22,7 +22,7 @@ import (
 func TestAttachedEnforcesInBothModes(t *testing.T) {
 	for _, m := range []tcattach.Mode{tcattach.TCX, tcattach.Legacy} {
 		t.Run(string(m), func(t *testing.T) {
-			pin := filepath.Join(bpffstest.Mount(t), "node")
+			pin := bpffstest.PinDir(t)
 			p := vethns.New(t)
 			target := netip.AddrPortFrom(p.PodAddr, 8080).String()
 			p.Sink(t, p.Pod, target)

@@ -3,7 +3,6 @@ package policy
 import (
 	"encoding/binary"
 	"net/netip"
-	"path/filepath"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -26,7 +25,7 @@ const (
 
 func load(t *testing.T) *Dataplane {
 	t.Helper()
-	dp, err := Load(filepath.Join(bpffstest.Mount(t), "node"))
+	dp, err := Load(bpffstest.PinDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package bpffstest
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -23,4 +24,11 @@ func Mount(t testing.TB) string {
 	}
 	t.Cleanup(func() { _ = unix.Unmount(root, unix.MNT_DETACH) })
 	return root
+}
+
+// PinDir is a node's pin directory in a fresh bpffs (Mount), not yet made: where a dataplane's
+// Load pins its maps and links.
+func PinDir(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(Mount(t), "node")
 }

@@ -22,17 +22,6 @@ func NeedRoot(t testing.TB, why string) {
 	}
 }
 
-// MountBPFFS mounts a private bpffs and returns a path inside it for the test's pins.
-func MountBPFFS(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := unix.Mount("bpf", dir, "bpf", 0, ""); err != nil {
-		needs.Skipf(t, "cannot mount bpffs: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	return filepath.Join(dir, "node-a")
-}
-
 // Child mounts the cgroup2 hierarchy privately and makes a uniquely named child in it (other
 // packages' tests use the same hierarchy at the same time). It is removed when the test ends;
 // a client started in it afterwards is reaped first, so the rmdir never waits.
