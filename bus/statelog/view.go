@@ -156,12 +156,17 @@ func (v *view) advance(seq uint64) {
 
 // applyKey applies one key message at stream sequence seq: value as written (for the live
 // watchers) and packed (for the view). It returns the event and the watchers that could not
-// take it at once (fanout). Only the applier (under Log.applyMu) changes the live keys, so
-// the previous value is unpacked for the watchers before the view is locked.
+// take it at once (fanout). Only the applier (under Log.applyMu) changes the live keys and
+// the revision, so what it reads under the read lock holds until it takes the write lock:
+// the previous value is unpacked, and the new one packed, before the view is locked.
 func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header, at time.Time) (*Event, []*Watcher) {
 	v.mu.RLock()
+	redelivered := seq <= v.rev
 	prev, had := v.live.Get(&item{key: key})
 	v.mu.RUnlock()
+	if redelivered {
+		return nil, nil // after a consumer reset; not packed, so it seeds no dictionary twice
+	}
 	var prevValue, kept []byte
 	if had {
 		prevValue = v.packer.unpack(key, prev.e.Value)
@@ -171,9 +176,6 @@ func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if seq <= v.rev {
-		return nil, nil // redelivery after a consumer reset
-	}
 	var ev, hev Event // as handed to the live watchers, as the history keeps it
 	if del {
 		if !had {

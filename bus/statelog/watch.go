@@ -137,15 +137,9 @@ func (l *Log) Watch(ctx context.Context, prefix string, o WatchOptions) (*Watche
 	switch {
 	case o.SendInitial:
 		w.start = v.rev
-		v.live.AscendGreaterOrEqual(&item{key: prefix}, func(it *item) bool {
-			if !strings.HasPrefix(it.key, prefix) {
-				return false
-			}
-			// A pointer per key, not a copy of its event: a watcher that never reads holds
-			// 8 bytes per object, as kube-apiserver's watch cache intervals do.
-			w.snapshot = append(w.snapshot, it)
-			return true
-		})
+		// A pointer per key, not a copy of its event: a watcher that never reads holds
+		// 8 bytes per object, as kube-apiserver's watch cache intervals do.
+		w.snapshot = v.itemsLocked(prefix)
 		w.initial = []Event{{Type: EventBookmark, Rev: v.rev, InitialEnd: true}}
 	case o.FromRev > 0:
 		w.start = max(o.FromRev, v.rev)
