@@ -3,9 +3,8 @@ package lb
 import (
 	"fmt"
 	"io"
-	"runtime"
 
-	"golang.org/x/sys/unix"
+	"github.com/skiff-sh/skiff/internal/netnsexec"
 )
 
 // TerminateStaleUDP aborts connected UDP sockets that reached a backend
@@ -44,33 +43,14 @@ func (d *Dataplane) openIter(netnsPath string) (io.ReadCloser, error) {
 	if netnsPath == "" {
 		return d.term.Open()
 	}
-	runtime.LockOSThread()
-	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return nil, err
-	}
-	defer unix.Close(self)
-	target, err := unix.Open(netnsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return nil, err
-	}
-	defer unix.Close(target)
-	if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return nil, fmt.Errorf("setns %s: %w", netnsPath, err)
-	}
 	// The namespace is bound when the iterator is opened.
-	rd, openErr := d.term.Open()
-	if err := unix.Setns(self, unix.CLONE_NEWNET); err != nil {
-		// Leave the thread locked: it dies with the goroutine instead of
-		// running other goroutines in the wrong namespace.
+	var rd io.ReadCloser
+	var openErr error
+	if err := netnsexec.Run(netnsPath, func() { rd, openErr = d.term.Open() }); err != nil {
 		if rd != nil {
 			rd.Close()
 		}
-		return nil, fmt.Errorf("setns back: %w", err)
+		return nil, err
 	}
-	runtime.UnlockOSThread()
 	return rd, openErr
 }

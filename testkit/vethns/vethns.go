@@ -11,13 +11,11 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netns"
-
+	"github.com/skiff-sh/skiff/internal/netnsexec"
 	"github.com/skiff-sh/skiff/testkit/needs"
 	"github.com/skiff-sh/skiff/testkit/tcpsink"
 )
@@ -112,30 +110,9 @@ func ip(t testing.TB, args ...string) {
 // that namespace's.
 func (p *Pair) Do(t testing.TB, ns string, fn func()) {
 	t.Helper()
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
+	if err := netnsexec.Run("/run/netns/"+ns, fn); err != nil {
 		t.Fatal(err)
 	}
-	defer orig.Close()
-	target, err := netns.GetFromName(ns)
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	defer target.Close()
-	if err := netns.Set(target); err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := netns.Set(orig); err != nil {
-			panic("cannot return to the test's netns: " + err.Error()) // the thread stays locked and dies
-		}
-		runtime.UnlockOSThread()
-	}()
-	fn()
 }
 
 // Connect opens a TCP connection to addr from inside namespace ns and closes it: nil when a
