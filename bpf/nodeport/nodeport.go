@@ -203,7 +203,7 @@ func (d *Dataplane) release(remove bool) error {
 	}
 	if remove && d.pinPath != "" {
 		// What a previous Load attached to interfaces this one never did.
-		errs = append(errs, tcattach.DetachPinned(filepath.Join(d.pinPath, "links")), tcattach.RemoveFilters(FilterPrefix))
+		errs = append(errs, tcattach.DetachAll(filepath.Join(d.pinPath, "links"), FilterPrefix))
 	}
 	o := &d.objs
 	return errors.Join(append(errs, lb.Release(lb.Held{

@@ -124,7 +124,7 @@ func BenchmarkAttach(b *testing.B) {
 					for b.Loop() {
 						attach(b, true)
 						b.StopTimer()
-						if err := errors.Join(tcattach.DetachPinned(filepath.Join(pin, "links")), tcattach.RemoveFilters(FilterPrefix)); err != nil {
+						if err := tcattach.DetachAll(filepath.Join(pin, "links"), FilterPrefix); err != nil {
 							b.Fatal(err)
 						}
 						b.StartTimer()

@@ -94,8 +94,7 @@ func (d *Dataplane) Remove() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.closeLocked()
-	err := errors.Join(tcattach.DetachPinned(filepath.Join(d.pinDir, "links")), tcattach.RemoveFilters(FilterPrefix))
-	return errors.Join(err, os.RemoveAll(d.pinDir))
+	return errors.Join(tcattach.DetachAll(filepath.Join(d.pinDir, "links"), FilterPrefix), os.RemoveAll(d.pinDir))
 }
 
 // FilterPrefix begins the names of the legacy tc filters, so they can be found on any veth.

@@ -187,6 +187,13 @@ func unpinLink(pin string) error {
 	return l.Unpin()
 }
 
+// DetachAll undoes a user's attaches in either mode, for a teardown: the tcx links pinned in
+// linksDir (DetachPinned) and the legacy filters named with filterPrefix (RemoveFilters), so
+// it also takes what an earlier run in the other mode left.
+func DetachAll(linksDir, filterPrefix string) error {
+	return errors.Join(DetachPinned(linksDir), RemoveFilters(filterPrefix))
+}
+
 // DetachPinned detaches and unpins every link pinned in dir; a missing dir holds none.
 func DetachPinned(dir string) error {
 	ents, err := os.ReadDir(dir)
