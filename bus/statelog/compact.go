@@ -21,7 +21,7 @@ func (l *Log) Compact(ctx context.Context, rev uint64) error {
 	if l.cfg.ReadOnly {
 		return ErrReadOnly
 	}
-	if len(l.filters) > 0 {
+	if l.partial() {
 		return fmt.Errorf("%w: compaction plans over every key, the view holds %q", ErrOutsideView, l.cfg.Only)
 	}
 	if rev <= l.CompactedRev() {

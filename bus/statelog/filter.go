@@ -60,6 +60,11 @@ func (l *Log) mustHold(prefix string) error {
 	return fmt.Errorf("%w: %q (the view holds %q)", ErrOutsideView, prefix, l.cfg.Only)
 }
 
+// partial reports whether the view holds only some kinds (Config.Only): its consumer skips the
+// stream's other messages, so the stream's sequences alone cannot say what it has applied, and a
+// plan over every key (compaction) is not its to make.
+func (l *Log) partial() bool { return len(l.filters) > 0 }
+
 // feedInfo is what reach needs of the view's consumer: how far it has delivered, and whether
 // anything of the view's kinds is still to come.
 type feedInfo interface {

@@ -90,7 +90,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	wait := l.WaitForRev
-	if len(l.filters) > 0 {
+	if l.partial() {
 		wait = l.reach // its kinds may have no message at the last sequence
 	}
 	if err := wait(ctx, info.State.LastSeq); err != nil {
@@ -226,7 +226,7 @@ func (l *Log) catchUp(ctx context.Context, target uint64) error {
 // waitForExisting waits until the view has applied rev, a revision the stream is known to
 // hold (a write's ack, the stream's last sequence), catching up directly if the consumer lags.
 func (l *Log) waitForExisting(ctx context.Context, rev uint64) error {
-	if len(l.filters) > 0 {
+	if l.partial() {
 		return l.reach(ctx, rev)
 	}
 	for {
@@ -308,7 +308,7 @@ func (l *Log) WaitForRev(ctx context.Context, rev uint64) error {
 	if rev <= l.own.acked.Load() {
 		return l.waitForExisting(ctx, rev)
 	}
-	if len(l.filters) > 0 {
+	if l.partial() {
 		return l.waitFiltered(ctx, rev)
 	}
 	return l.waitApplied(ctx, rev)
