@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -109,6 +110,7 @@ type phase struct {
 	up, sim                memory
 	upGrowth               int64            // VmRSS at the end minus at the start
 	cpu                    [3]time.Duration // used in the window by skiff up, the sim, the bench
+	writes                 uint64           // state-log revisions written in the window, every kind
 	notReady               int
 	heap                   heapStats // skiff up's after a forced GC at the end
 }
@@ -256,6 +258,10 @@ func (r *run) measure(ctx context.Context, n, target int, tag string, kubectl ..
 	if err != nil {
 		return nil, err
 	}
+	revBefore, err := r.logRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
 	before, _ := r.w.pods.progress()
 	r.w.pods.begin(n, target)
 	stopProfile := r.prof.window(ctx, tag)
@@ -276,6 +282,11 @@ func (r *run) measure(ctx context.Context, n, target int, tag string, kubectl ..
 		return nil, err
 	}
 	p := &phase{pods: target - before, took: reached.Sub(began)}
+	revAfter, err := r.logRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.writes = revAfter - revBefore
 	if p.up, err = readMemory(r.up.pid()); err != nil {
 		return nil, err
 	}
@@ -297,6 +308,22 @@ func (r *run) measure(ctx context.Context, n, target int, tag string, kubectl ..
 	p.fromCreated, p.fromAdded, p.missing = r.w.pods.latencies(n)
 	r.logf("%d pods Running in %v", p.pods, p.took.Round(time.Millisecond))
 	return p, nil
+}
+
+// logRevision is the state log's newest revision: a list's resourceVersion is the log's, as a
+// kube list's is etcd's, whatever kind is listed. Every write of every kind advances it by one,
+// so the difference over a window counts what the whole system wrote (pods, bindings, statuses,
+// Events, Leases, controllers' status).
+func (r *run) logRevision(ctx context.Context) (uint64, error) {
+	l, err := r.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return 0, fmt.Errorf("state-log revision: %w", err)
+	}
+	rev, err := strconv.ParseUint(l.ResourceVersion, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("state-log revision %q: %w", l.ResourceVersion, err)
+	}
+	return rev, nil
 }
 
 // cpu is the CPU time used so far by skiff up, the sim and the bench itself.

@@ -58,6 +58,14 @@ func (r *run) writeTable(w io.Writer, phases []*phase) error {
 	for i, who := range []string{"server", "sim", "bench (watches)"} {
 		row(who+" CPU, cores busy on average", func(p *phase) any { return fmt.Sprintf("%.2f", p.cpu[i].Seconds()/p.took.Seconds()) })
 	}
+	// What a pod costs the system: how many writes, and the CPU of each. The writes include the
+	// Lease renewals of every node (a tenth of the nodes a second), which are not the pods'.
+	row("state-log writes/s, every kind (Lease renewals included)", func(p *phase) any { return benchutil.Rate(int(p.writes), p.took) })
+	row("state-log writes per pod Running", func(p *phase) any { return fmt.Sprintf("%.1f", float64(p.writes)/float64(p.pods)) })
+	row("server CPU per state-log write, us", func(p *phase) any { return perWrite(p.cpu[0], p.writes) })
+	row("all three processes' CPU per pod Running, ms", func(p *phase) any {
+		return fmt.Sprintf("%.2f", (p.cpu[0]+p.cpu[1]+p.cpu[2]).Seconds()*1000/float64(p.pods))
+	})
 	row("nodes that went NotReady (since registration)", func(p *phase) any { return p.notReady })
 	if err := t.Flush(); err != nil {
 		return err
@@ -65,6 +73,13 @@ func (r *run) writeTable(w io.Writer, phases []*phase) error {
 	_, err := fmt.Fprintf(w, "(%d nodes Ready %v after sim start: %.0f nodes/s; RSS read when the last pod went Running; targets: >= 2000 pods/s, server RSS <= 1 GB at 10k pods, 0 NotReady)\n",
 		r.o.Nodes, r.nodesReadyIn.Round(time.Millisecond), benchutil.Rate(r.o.Nodes, r.nodesReadyIn))
 	return err
+}
+
+func perWrite(cpu time.Duration, writes uint64) any {
+	if writes == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", float64(cpu.Microseconds())/float64(writes))
 }
 
 func percentile(lat []time.Duration, which string) any {
