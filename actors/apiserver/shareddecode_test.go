@@ -184,7 +184,11 @@ func benchPodEvents(b *testing.B, share bool) {
 		revs[key], last = rev, rev
 	}
 	for watched.Load() < last || pods.Rev() < last {
-		time.Sleep(time.Millisecond)
+		select {
+		case <-w.Done():
+			b.Fatalf("the watch ended before the last event: %v", w.Err())
+		case <-time.After(time.Millisecond):
+		}
 	}
 	reportCPU(b, before)
 }
