@@ -29,8 +29,9 @@ type sharedEvents struct {
 	order   []eventKey // insertion order, for eviction
 	bytes   int
 	limit   int
-	// encodes counts object encodings (a test hook: once per event, however many watch).
-	encodes atomic.Int64
+	// encodes and decodes count object encodings and decodings (test hooks: once per event,
+	// however many watch or read it).
+	encodes, decodes atomic.Int64
 }
 
 // eventKey names a stored value: a revision holds one write of one key, so of one kind. A
@@ -66,8 +67,22 @@ func sharedCost(size int) int { return 8*size + 512 }
 // object is the stored value at rev, decoded once for every watcher.
 func (c *sharedEvents) object(k *schemas.Kind, value []byte, rev uint64) (*sharedEvent, error) {
 	e := c.entry(eventKey{k, rev}, len(value))
-	e.decode.Do(func() { e.obj, e.err = decodeStored(k, value, rev) })
+	e.decode.Do(func() {
+		c.decodes.Add(1)
+		e.obj, e.err = decodeStored(k, value, rev)
+	})
 	return e, e.err
+}
+
+// DecodeShared is the value of kind k stored at rev as the watch cache decodes it for its
+// watchers and the update path (once), for the process's informers (informer.SharedDecoder):
+// shared, so nobody may modify it.
+func (s *Server) DecodeShared(k *schemas.Kind, value []byte, rev uint64) (runtime.Object, error) {
+	e, err := s.events.object(k, value, rev)
+	if err != nil {
+		return nil, err
+	}
+	return e.obj, nil
 }
 
 func (c *sharedEvents) entry(key eventKey, size int) *sharedEvent {

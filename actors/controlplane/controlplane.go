@@ -280,6 +280,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	if cp.API, err = apiserver.New(opts); err != nil {
 		return err
 	}
+	// One decode per write for the informers and the apiserver's watchers and update path.
+	cp.Informers.ShareDecodes(cp.API)
 	// Replicas starting together race on these creates; the loser sees AlreadyExists.
 	if err := cp.API.EnsureDefaultNamespaces(ctx); err != nil {
 		return fmt.Errorf("default namespaces: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/testkit/testutil"
@@ -148,5 +150,39 @@ func TestSecondControlPlaneOnOneDataDirRefuses(t *testing.T) {
 	cmKind, _ := schemas.ByResource("", "v1", "configmaps")
 	if _, err := cp.Client.Get(ctx, cmKind, "default", "kept"); err != nil {
 		t.Fatalf("the first control plane after the refused start: %v", err)
+	}
+}
+
+// In a process running the apiserver, the shared informers cache the apiserver's decode of
+// each write (its data is the same memory), not one of their own.
+func TestInformersShareTheAPIServersDecodes(t *testing.T) {
+	cp := testutil.StartControlPlane(t)
+	ctx := context.Background()
+	created, err := cp.Client.Create(ctx, configMap("shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rv := created.(*corev1.ConfigMap).ResourceVersion
+	cms := informer.Shared[*corev1.ConfigMap](cp.Informers, "", "configmaps")
+	var cached *corev1.ConfigMap
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		c, ok := cms.Get("default", "shared")
+		if !ok || c.ResourceVersion != rv {
+			return fmt.Errorf("informer has %v, want resourceVersion %s", c, rv)
+		}
+		cached = c
+		return nil
+	})
+	k := cms.Informer().Kind()
+	e, err := cp.Log.Get(ctx, schemas.StorageKey(k, "default", "shared"), statelog.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := cp.API.DecodeShared(k, e.Value, e.Rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shared := obj.(*corev1.ConfigMap); reflect.ValueOf(shared.Data).Pointer() != reflect.ValueOf(cached.Data).Pointer() {
+		t.Fatal("the informer decoded the ConfigMap itself")
 	}
 }

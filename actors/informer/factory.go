@@ -22,7 +22,8 @@ type Factory struct {
 	via   map[string]func(kind *schemas.Kind, namespace string) Source // kinds not read from the log
 	trim  map[string]Transform                                         // kinds cached in part
 
-	checks bool // see CheckMutations
+	checks bool          // see CheckMutations
+	shared sharedDecoder // see ShareDecodes
 }
 
 // Transform turns a decoded object into what the cache keeps of it, as client-go's
@@ -87,6 +88,7 @@ func (f *Factory) ForKind(kind *schemas.Kind, namespace string) *Informer {
 			panic("informer: " + kind.Resource + " is outside the kinds this process reads from the state log")
 		}
 		inf = New(f.log, kind, namespace)
+		inf.shared = &f.shared
 	}
 	inf.transform = f.trim[kind.GVK.Group+"/"+kind.Resource]
 	if f.checks {
