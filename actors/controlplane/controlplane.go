@@ -123,7 +123,7 @@ type ControlPlane struct {
 	Actors *actorkit.System
 	// Informers is the process's shared informer cache: one per kind, read by every component.
 	Informers *informer.Factory
-	Client    *apiclient.Client // in-cluster client over NATS
+	Client    *apiclient.Client // in-cluster client: in process with the apiserver here, else over NATS
 	listener  net.Listener
 	identity  string
 	natsSec   *natsSecurity  // per-component NATS users; nil with an external NATS
@@ -214,7 +214,12 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if err := cp.spawn(Informers, cp.Informers.Actor()); err != nil {
 		return nil, err
 	}
-	cp.Client = &apiclient.Client{T: apiclient.NATS{Conn: cp.Conn, Subject: natsID.APISubject()}}
+	if cfg.Runs(APIServer) {
+		if err := cp.newAPIServer(); err != nil {
+			return nil, err
+		}
+	}
+	cp.Client = &apiclient.Client{T: cp.apiTransport(cp.Conn, natsID)}
 	if transformer == nil {
 		// Secrets are sealed in the log with a key only apiservers hold: read them through one.
 		cp.Informers.ReadThrough("", "secrets", func(k *schemas.Kind, ns string) informer.Source {
@@ -269,17 +274,33 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	return cp, nil
 }
 
-// startAPIServer serves the API over NATS (a queue group shared by every replica) and HTTP.
-func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
+// newAPIServer builds the apiserver (cp.API) this process runs; startAPIServer serves it.
+func (cp *ControlPlane) newAPIServer() error {
 	cfg := cp.cfg
 	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodePortRange: cfg.NodePortRange, NodeConn: cp.Conn,
 		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts, ServiceAccountAdmission: cfg.serviceAccountAdmission()})
 	if err != nil {
 		return err
 	}
-	if cp.API, err = apiserver.New(opts); err != nil {
-		return err
+	cp.API, err = apiserver.New(opts)
+	return err
+}
+
+// apiTransport is how this process's components reach the API as id. With the apiserver in
+// this process they call it in process (apiclient.Direct): the same identity and handler
+// chain as over NATS, without the hops through the NATS server and the JSON envelope; else
+// over NATS through conn, to whichever replica answers.
+func (cp *ControlPlane) apiTransport(conn *nats.Conn, id identity.ID) apiclient.Transport {
+	if cp.API != nil {
+		return apiclient.Direct{Server: cp.API, Subject: id.APISubject()}
 	}
+	return apiclient.NATS{Conn: conn, Subject: id.APISubject()}
+}
+
+// startAPIServer serves the API over NATS (a queue group shared by every replica), HTTP and
+// in process (apiTransport).
+func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
+	cfg := cp.cfg
 	// Replicas starting together race on these creates; the loser sees AlreadyExists.
 	if err := cp.API.EnsureDefaultNamespaces(ctx); err != nil {
 		return fmt.Errorf("default namespaces: %w", err)
