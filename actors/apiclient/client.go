@@ -47,20 +47,14 @@ type NATS struct {
 }
 
 func (t NATS) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error) {
-	req = withTraceContext(ctx, req)
-	data, err := json.Marshal(req)
-	if err != nil {
-		return apiwire.Response{}, err
-	}
 	ctx, cancel := withDefaultDeadline(ctx)
 	defer cancel()
-	out, _, err := rpc.Call(ctx, t.Conn, subjectOr(t.Subject), data, nil)
+	// The binary envelope: the body travels raw, not base64 in JSON.
+	out, _, err := rpc.Call(ctx, t.Conn, subjectOr(t.Subject), apiwire.EncodeRequest(withTraceContext(ctx, req)), nil)
 	if err != nil {
 		return apiwire.Response{}, err
 	}
-	var resp apiwire.Response
-	err = json.Unmarshal(out, &resp)
-	return resp, err
+	return apiwire.DecodeResponse(out)
 }
 
 func (NATS) PollsWatches() {}
