@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/skiff-sh/skiff/actors/apiwire"
 	"io"
@@ -72,13 +73,19 @@ type LocalServer interface {
 type Direct struct {
 	Server  LocalServer
 	Subject string // as NATS.Subject: who the caller is
+	// Fallback (optional) carries the requests the local apiserver refuses while it does not
+	// serve, as NATS would have carried them to another replica of a shared queue group.
+	Fallback Transport
 }
 
 func (t Direct) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error) {
-	req = withTraceContext(ctx, req)
 	ctx, cancel := withDefaultDeadline(ctx)
 	defer cancel()
-	return t.Server.ServeLocal(ctx, subjectOr(t.Subject), req)
+	resp, err := t.Server.ServeLocal(ctx, subjectOr(t.Subject), withTraceContext(ctx, req))
+	if t.Fallback != nil && errors.Is(err, rpc.ErrNoResponders) {
+		return t.Fallback.Do(ctx, req)
+	}
+	return resp, err
 }
 
 func (Direct) PollsWatches() {}

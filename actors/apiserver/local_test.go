@@ -234,3 +234,27 @@ func TestDirectEndsWithTheCaller(t *testing.T) {
 		}
 	}
 }
+
+// With a fallback, what the local apiserver refuses while it does not serve goes to another
+// replica, as a NATS request of a shared queue group would; once it serves, it answers.
+func TestDirectFallsBackWhileActorDoesNotServe(t *testing.T) {
+	local, other := newLocalAPI(t, nil), newLocalAPI(t, nil).start(t)
+	c := &apiclient.Client{T: apiclient.Direct{Server: local.api, Fallback: other.nats.T}}
+	exists := func(a *localAPI, name string) bool {
+		_, err := a.direct.Raw(context.Background(), http.MethodGet, "/api/v1/namespaces/"+name, "", nil)
+		return err == nil
+	}
+	if err := createNamespace(context.Background(), c, "while-down"); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(other, "while-down") {
+		t.Fatal("the request refused locally did not reach the other replica")
+	}
+	local.start(t)
+	if err := createNamespace(context.Background(), c, "while-up"); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(local, "while-up") || exists(other, "while-up") {
+		t.Fatal("a request went to the other replica while the local apiserver served")
+	}
+}

@@ -288,13 +288,18 @@ func (cp *ControlPlane) newAPIServer() error {
 
 // apiTransport is how this process's components reach the API as id. With the apiserver in
 // this process they call it in process (apiclient.Direct): the same identity and handler
-// chain as over NATS, without the hops through the NATS server and the JSON envelope; else
-// over NATS through conn, to whichever replica answers.
+// chain as over NATS, without the hops through the NATS server and the envelope's encoding;
+// while it does not serve, over conn (if any) to another replica, as before. Without the
+// apiserver here, over NATS through conn, to whichever replica answers.
 func (cp *ControlPlane) apiTransport(conn *nats.Conn, id identity.ID) apiclient.Transport {
-	if cp.API != nil {
-		return apiclient.Direct{Server: cp.API, Subject: id.APISubject()}
+	var overNATS apiclient.Transport
+	if conn != nil {
+		overNATS = apiclient.NATS{Conn: conn, Subject: id.APISubject()}
 	}
-	return apiclient.NATS{Conn: conn, Subject: id.APISubject()}
+	if cp.API != nil {
+		return apiclient.Direct{Server: cp.API, Subject: id.APISubject(), Fallback: overNATS}
+	}
+	return overNATS
 }
 
 // startAPIServer serves the API over NATS (a queue group shared by every replica), HTTP and
