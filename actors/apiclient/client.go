@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/skiff-sh/skiff/actors/apiwire"
 	"io"
@@ -31,6 +32,13 @@ type Transport interface {
 	Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error)
 }
 
+// WatchPoller is a Transport over which a watch is a long poll answered with one
+// apiwire.WatchBatch (the apiserver's wire form: NATS and Direct), not a stream (HTTP.Stream).
+type WatchPoller interface {
+	Transport
+	PollsWatches()
+}
+
 // NATS sends requests to the apiserver actor over NATS request/reply.
 type NATS struct {
 	Conn *nats.Conn
@@ -40,31 +48,72 @@ type NATS struct {
 }
 
 func (t NATS) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error) {
+	ctx, cancel := withDefaultDeadline(ctx)
+	defer cancel()
+	// The binary envelope: the body travels raw, not base64 in JSON.
+	out, _, err := rpc.Call(ctx, t.Conn, subjectOr(t.Subject), apiwire.EncodeRequest(withTraceContext(ctx, req)), nil)
+	if err != nil {
+		return apiwire.Response{}, err
+	}
+	return apiwire.DecodeResponse(out)
+}
+
+func (NATS) PollsWatches() {}
+
+// LocalServer is an apiserver running in this process (apiserver.Server).
+type LocalServer interface {
+	// ServeLocal answers req as the NATS endpoint answers it on subject, without the wire.
+	ServeLocal(ctx context.Context, subject string, req apiwire.Request) (apiwire.Response, error)
+}
+
+// Direct calls the apiserver of its own process: the same identity, handler chain, answers
+// and errors as over NATS (a stopped apiserver is rpc.ErrNoResponders), without the round
+// trip through the NATS server and the envelope's encoding. The request runs on the caller's
+// goroutine.
+type Direct struct {
+	Server  LocalServer
+	Subject string // as NATS.Subject: who the caller is
+	// Fallback (optional) carries the requests the local apiserver refuses while it does not
+	// serve, as NATS would have carried them to another replica of a shared queue group.
+	Fallback Transport
+}
+
+func (t Direct) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error) {
+	ctx, cancel := withDefaultDeadline(ctx)
+	defer cancel()
+	resp, err := t.Server.ServeLocal(ctx, subjectOr(t.Subject), withTraceContext(ctx, req))
+	if t.Fallback != nil && errors.Is(err, rpc.ErrNoResponders) {
+		return t.Fallback.Do(ctx, req)
+	}
+	return resp, err
+}
+
+func (Direct) PollsWatches() {}
+
+// withTraceContext puts the caller's W3C trace context in req.Header, where the apiserver
+// continues it from.
+func withTraceContext(ctx context.Context, req apiwire.Request) apiwire.Request {
 	carrier := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, carrier)
 	if len(carrier) > 0 {
 		req.Header = carrier
 	}
-	data, err := json.Marshal(req)
-	if err != nil {
-		return apiwire.Response{}, err
+	return req
+}
+
+// withDefaultDeadline bounds a request whose context has no deadline (rpc.DefaultTimeout).
+func withDefaultDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-	}
-	subject := t.Subject
+	return context.WithTimeout(ctx, rpc.DefaultTimeout)
+}
+
+func subjectOr(subject string) string {
 	if subject == "" {
-		subject = apiwire.Subject
+		return apiwire.Subject
 	}
-	out, _, err := rpc.Call(ctx, t.Conn, subject, data, nil)
-	if err != nil {
-		return apiwire.Response{}, err
-	}
-	var resp apiwire.Response
-	err = json.Unmarshal(out, &resp)
-	return resp, err
+	return subject
 }
 
 // HTTP sends requests to the apiserver's HTTP endpoint.
@@ -330,12 +379,13 @@ func (c *Client) List(ctx context.Context, k *schemas.Kind, namespace string, qu
 	return objs, l.Metadata.ResourceVersion, nil
 }
 
-// WatchPoll asks once for the events of a watch after query's resourceVersion: over NATS a
-// watch is a long poll answered with one apiwire.WatchBatch (at least one event, or none once
-// the poll's timeoutSeconds passed). HTTP callers stream watches instead (HTTP.Stream).
+// WatchPoll asks once for the events of a watch after query's resourceVersion: over NATS (and
+// Direct) a watch is a long poll answered with one apiwire.WatchBatch (at least one event, or
+// none once the poll's timeoutSeconds passed). HTTP callers stream watches instead
+// (HTTP.Stream).
 func (c *Client) WatchPoll(ctx context.Context, k *schemas.Kind, namespace string, query url.Values) (*apiwire.WatchBatch, error) {
-	if _, ok := c.T.(NATS); !ok {
-		return nil, fmt.Errorf("apiclient: a watch poll needs the NATS transport, not %T", c.T)
+	if _, ok := c.T.(WatchPoller); !ok {
+		return nil, fmt.Errorf("apiclient: a watch poll needs a transport that polls watches (NATS, Direct), not %T", c.T)
 	}
 	q := url.Values{}
 	for key, v := range query {

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/skiff-sh/skiff/actors/apiwire"
@@ -15,8 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
-	"github.com/skiff-sh/skiff/actors/apiserver/authn"
-	"github.com/skiff-sh/skiff/bus/identity"
 	"github.com/skiff-sh/skiff/bus/rpc"
 )
 
@@ -57,6 +54,7 @@ func (a *apiActor) Receive(ctx actorkit.Context) {
 		srv := a.cfg.Server
 		actorkit.Go(ctx, "pods by node", func(ctx context.Context) { srv.pods.run(ctx, srv.log) })
 		actorkit.Go(ctx, "custom resource definitions", func(ctx context.Context) { srv.crds.Run(ctx, srv.log) })
+		srv.serving.Store(true)
 	case *actorkit.Stopping, *actorkit.Restarting:
 		a.stop()
 	case *actorkit.Crash:
@@ -95,6 +93,7 @@ func (a *apiActor) start() error {
 }
 
 func (a *apiActor) stop() {
+	a.cfg.Server.serving.Store(false) // first: no in-process request enters what is stopping
 	if a.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = a.http.Shutdown(ctx)
@@ -108,27 +107,19 @@ func (a *apiActor) stop() {
 	a.subs = nil
 }
 
-// serveWire runs a NATS-borne request through the HTTP handler as the subject's identity.
+// serveWire runs a NATS-borne request (either envelope, apiwire.DecodeRequest) through the
+// HTTP handler as the subject's identity.
 func (a *apiActor) serveWire(ctx context.Context, subject string, data []byte, _ nats.Header) ([]byte, nats.Header, error) {
-	id, err := identity.FromAPISubject(subject)
+	ctx, role, err := asCaller(ctx, subject)
 	if err != nil {
-		return nil, nil, &rpc.Error{Code: "Unauthorized", Message: err.Error()}
+		return nil, nil, err
 	}
-	if id.Role != identity.APIServer {
-		ctx = authn.WithUser(ctx, wireUser(id))
-	} // else the bare subject: the in-process caller the authentication chain trusts
-	var req apiwire.Request
-	if err := json.Unmarshal(data, &req); err != nil {
+	req, form, err := apiwire.DecodeRequest(data)
+	if err != nil {
 		return nil, nil, fmt.Errorf("apiserver: bad wire request: %w", err)
 	}
-	// The component's role names its writes in managedFields, as a User-Agent does over HTTP.
-	if _, ok := req.Header["User-Agent"]; !ok {
-		if req.Header == nil {
-			req.Header = map[string]string{}
-		}
-		req.Header["User-Agent"] = "skiff-" + string(id.Role)
-	}
-	return a.cfg.Server.ServeWire(ctx, req), nil, nil
+	// Answered in the envelope it came in: a client of either form understands its answer.
+	return apiwire.EncodeResponse(a.cfg.Server.ServeRequest(ctx, withUserAgent(req, role)), form), nil, nil
 }
 
 // listener returns the configured listener the first time; after a restart (Shutdown closed

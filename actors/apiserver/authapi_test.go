@@ -253,7 +253,7 @@ func TestUnservedPathsAnswerKubernetesNotFound(t *testing.T) {
 // judged like any other, so a node cannot become the admin by asking.
 func TestImpersonationOverNATS(t *testing.T) {
 	seen := &seenUsers{users: map[string]authn.User{}}
-	srv, auth := startSecuredAPI(t, seen)
+	srv, auth, _ := startSecuredAPI(t, seen)
 	call := func(id identity.ID, name string, header map[string]string) apiwire.Response {
 		nc, err := identity.Connect(srv, auth, id, identity.Names{})
 		if err != nil {

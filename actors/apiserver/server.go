@@ -90,6 +90,7 @@ type Server struct {
 	handler   http.Handler
 	started   time.Time
 	starts    atomic.Int64
+	serving   atomic.Bool   // the apiserver actor is up: in-process requests are served (local.go)
 	events    *sharedEvents // watched objects decoded and encoded once for every watcher
 	pods      *podIndex     // pods by spec.nodeName, followed while the apiserver actor runs
 	openapi   *openapi.Registry

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	coordv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,13 @@ import (
 // than wall time.
 
 func benchServer(b *testing.B) *Server {
+	b.Helper()
+	s, _ := benchServerConn(b)
+	return s
+}
+
+// benchServerConn is benchServer and its connection to the embedded NATS server.
+func benchServerConn(b *testing.B) (*Server, *nats.Conn) {
 	b.Helper()
 	ns, err := natsserver.Start(natsserver.Config{DataDir: b.TempDir()})
 	if err != nil {
@@ -50,7 +58,7 @@ func benchServer(b *testing.B) *Server {
 	if err := s.EnsureDefaultNamespaces(ctx); err != nil {
 		b.Fatal(err)
 	}
-	return s
+	return s, nc
 }
 
 // wire sends one request as a node agent does and decodes a 2xx answer into out.

@@ -12,9 +12,15 @@ import (
 	"github.com/skiff-sh/skiff/actors/apiwire"
 )
 
-// ServeWire answers one apiwire.Request; a watch is a long poll answered with an
-// apiwire.WatchBatch (wirewatch.go).
+// ServeWire answers one apiwire.Request in its JSON wire form (ServeRequest).
 func (s *Server) ServeWire(ctx context.Context, req apiwire.Request) []byte {
+	out, _ := json.Marshal(s.ServeRequest(ctx, req))
+	return out
+}
+
+// ServeRequest answers one apiwire.Request through the whole HTTP handler chain; a watch is a
+// long poll answered with an apiwire.WatchBatch (wirewatch.go).
+func (s *Server) ServeRequest(ctx context.Context, req apiwire.Request) apiwire.Response {
 	ctx = withWirePoll(s.wireContext(ctx))
 	rec := httptest.NewRecorder()
 	if r, err := wireHTTPRequest(ctx, req); err != nil {
@@ -22,8 +28,7 @@ func (s *Server) ServeWire(ctx context.Context, req apiwire.Request) []byte {
 	} else {
 		s.Handler().ServeHTTP(rec, r)
 	}
-	out, _ := json.Marshal(apiwire.Response{Code: rec.Code, Body: rec.Body.Bytes()})
-	return out
+	return apiwire.Response{Code: rec.Code, Body: rec.Body.Bytes()}
 }
 
 // wireHTTPRequest is req as the HTTP request the handler serves. It fills the fields

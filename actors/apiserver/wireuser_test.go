@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/bus/identity/identitytest"
 	"github.com/skiff-sh/skiff/bus/natsserver"
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 // seenUsers records who each admitted write came from, by object name.
@@ -42,7 +43,7 @@ func (s *seenUsers) get(name string) (authn.User, bool) {
 }
 
 // startSecuredAPI runs the apiserver actor on a secured embedded NATS server.
-func startSecuredAPI(t *testing.T, seen *seenUsers) (*natsserver.Server, *natsserver.Auth) {
+func startSecuredAPI(t *testing.T, seen *seenUsers) (*natsserver.Server, *natsserver.Auth, *apiserver.Server) {
 	t.Helper()
 	srv, auth, nc := identitytest.StartServer(t, natsserver.Config{})
 	l, err := statelog.Open(context.Background(), nc, statelog.Config{Memory: true})
@@ -59,16 +60,28 @@ func startSecuredAPI(t *testing.T, seen *seenUsers) (*natsserver.Server, *natsse
 	if _, err := sys.Spawn("apiserver", apiserver.NewActor(apiserver.ActorConfig{Server: api, NATS: nc})); err != nil {
 		t.Fatal(err)
 	}
-	return srv, auth
+	admin := &apiclient.Client{T: apiclient.Direct{Server: api}}
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		_, err := admin.Raw(context.Background(), http.MethodGet, "/api/v1/namespaces", "", nil)
+		return err
+	})
+	return srv, auth, api
 }
 
 func namespaceJSON(name string) []byte {
 	return []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + name + `"}}`)
 }
 
+// The subject names the caller, over NATS and in process (apiclient.Direct) alike.
 func TestNATSSubjectNamesTheCaller(t *testing.T) {
+	for _, way := range []string{"nats", "direct"} {
+		t.Run(way, func(t *testing.T) { testSubjectNamesTheCaller(t, way) })
+	}
+}
+
+func testSubjectNamesTheCaller(t *testing.T, way string) {
 	seen := &seenUsers{users: map[string]authn.User{}}
-	srv, auth := startSecuredAPI(t, seen)
+	srv, auth, api := startSecuredAPI(t, seen)
 	cases := []struct {
 		id     identity.ID
 		user   string
@@ -81,12 +94,15 @@ func TestNATSSubjectNamesTheCaller(t *testing.T) {
 		{identity.ID{Role: identity.Admin}, apiserver.AdminUser, []string{authn.GroupMasters, authn.GroupAuthenticated}},
 	}
 	for i, c := range cases {
-		nc, err := identity.Connect(srv, auth, c.id, identity.Names{})
-		if err != nil {
-			t.Fatal(err)
+		client := &apiclient.Client{T: apiclient.Direct{Server: api, Subject: c.id.APISubject()}}
+		if way == "nats" {
+			nc, err := identity.Connect(srv, auth, c.id, identity.Names{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			client = &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: c.id.APISubject()}}
 		}
-		defer nc.Close()
-		client := &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: c.id.APISubject()}}
 		// A node may only write itself (NodeRestriction): each caller creates what it may.
 		name, path, body := fmt.Sprintf("ns-%d", i), "/api/v1/namespaces", namespaceJSON(fmt.Sprintf("ns-%d", i))
 		if c.id.Role == identity.Node {
@@ -94,7 +110,7 @@ func TestNATSSubjectNamesTheCaller(t *testing.T) {
 			body = []byte(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"` + name + `"}}`)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = client.Raw(ctx, http.MethodPost, path, "application/json", body)
+		_, err := client.Raw(ctx, http.MethodPost, path, "application/json", body)
 		cancel()
 		if err != nil {
 			t.Fatalf("%s: create: %v", c.id, err)
@@ -111,7 +127,7 @@ func TestNATSSubjectNamesTheCaller(t *testing.T) {
 
 func TestNodeCannotCallAsAnotherIdentity(t *testing.T) {
 	seen := &seenUsers{users: map[string]authn.User{}}
-	srv, auth := startSecuredAPI(t, seen)
+	srv, auth, _ := startSecuredAPI(t, seen)
 	v := &identitytest.Violations{}
 	nc, err := identity.Connect(srv, auth, identity.NodeID("node-a"), identity.Names{}, v.Option())
 	if err != nil {

@@ -123,7 +123,7 @@ type ControlPlane struct {
 	Actors *actorkit.System
 	// Informers is the process's shared informer cache: one per kind, read by every component.
 	Informers *informer.Factory
-	Client    *apiclient.Client // in-cluster client over NATS
+	Client    *apiclient.Client // in-cluster client: in process with the apiserver here, else over NATS
 	listener  net.Listener
 	identity  string
 	natsSec   *natsSecurity  // per-component NATS users; nil with an external NATS
@@ -214,7 +214,12 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if err := cp.spawn(Informers, cp.Informers.Actor()); err != nil {
 		return nil, err
 	}
-	cp.Client = &apiclient.Client{T: apiclient.NATS{Conn: cp.Conn, Subject: natsID.APISubject()}}
+	if cfg.Runs(APIServer) {
+		if err := cp.newAPIServer(); err != nil {
+			return nil, err
+		}
+	}
+	cp.Client = &apiclient.Client{T: cp.apiTransport(cp.Conn, natsID)}
 	if transformer == nil {
 		// Secrets are sealed in the log with a key only apiservers hold: read them through one.
 		cp.Informers.ReadThrough("", "secrets", func(k *schemas.Kind, ns string) informer.Source {
@@ -267,46 +272,6 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 		return cp, fmt.Errorf("kubernetes service: %w", err)
 	}
 	return cp, nil
-}
-
-// startAPIServer serves the API over NATS (a queue group shared by every replica) and HTTP.
-func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
-	cfg := cp.cfg
-	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodePortRange: cfg.NodePortRange, NodeConn: cp.Conn,
-		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts, ServiceAccountAdmission: cfg.serviceAccountAdmission()})
-	if err != nil {
-		return err
-	}
-	if cp.API, err = apiserver.New(opts); err != nil {
-		return err
-	}
-	// One decode per write for the informers and the apiserver's watchers and update path.
-	cp.Informers.ShareDecodes(cp.API)
-	// Replicas starting together race on these creates; the loser sees AlreadyExists.
-	if err := cp.API.EnsureDefaultNamespaces(ctx); err != nil {
-		return fmt.Errorf("default namespaces: %w", err)
-	}
-	if err := cp.API.EnsureDefaultStorageClass(ctx); err != nil {
-		return fmt.Errorf("default storage class: %w", err)
-	}
-	if err := cp.startRBAC(ctx); err != nil {
-		return err
-	}
-	if cfg.Listen != "" {
-		if cp.listener, err = net.Listen("tcp", cfg.Listen); err != nil {
-			return fmt.Errorf("apiserver listen: %w", err)
-		}
-	}
-	if err := cp.spawn(APIServer, apiserver.NewActor(apiserver.ActorConfig{
-		Server: cp.API, Listener: cp.listener, TLS: cp.serverTLS(), NATS: cp.Conn, Logger: cfg.Logger,
-	})); err != nil {
-		return err
-	}
-
-	if cfg.CompactEvery > 0 {
-		return cp.run(elected{leaseName: CompactorLease, loop: cp.compactLoop})
-	}
-	return nil
 }
 
 // dialNATS connects, waiting up to 30s for a server to come up: replicas may start before
@@ -419,22 +384,6 @@ func (cp *ControlPlane) URL() string {
 		return "https://" + cp.listener.Addr().String()
 	}
 	return "http://" + cp.listener.Addr().String()
-}
-
-func (cp *ControlPlane) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for {
-		_, err := cp.Client.Raw(ctx, "GET", "/api/v1/namespaces/default", "", nil)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(errors.New("apiserver did not become ready"), err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 // compactLoop keeps the log's history bounded, like kube-apiserver's periodic etcd compaction:

@@ -108,7 +108,8 @@ func (cp *ControlPlane) connect() (identity.ID, error) {
 }
 
 // clientFor is the API client component role calls through: its own user and subject on a
-// secured embedded server, else the process's client.
+// secured embedded server (in process when the apiserver is, apiTransport), else the
+// process's client.
 func (cp *ControlPlane) clientFor(role identity.Role) (*apiclient.Client, error) {
 	if cp.natsSec == nil || cp.natsSec.auth == nil {
 		return cp.Client, nil
@@ -120,12 +121,15 @@ func (cp *ControlPlane) clientFor(role identity.Role) (*apiclient.Client, error)
 		return c, nil
 	}
 	id := identity.ID{Role: role}
-	nc, err := identity.Connect(cp.NATS, s.auth, id, identity.Names{}, nats.Name("skiff-"+string(role)))
-	if err != nil {
-		return nil, fmt.Errorf("%s: connect to NATS: %w", role, err)
+	var nc *nats.Conn
+	if cp.API == nil {
+		var err error
+		if nc, err = identity.Connect(cp.NATS, s.auth, id, identity.Names{}, nats.Name("skiff-"+string(role))); err != nil {
+			return nil, fmt.Errorf("%s: connect to NATS: %w", role, err)
+		}
+		s.conns = append(s.conns, nc)
 	}
-	s.conns = append(s.conns, nc)
-	c := &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: id.APISubject()}}
+	c := &apiclient.Client{T: cp.apiTransport(nc, id)}
 	s.clients[role] = c
 	return c, nil
 }

@@ -47,12 +47,17 @@ type remoteNode struct {
 
 func joinAsNode(t *testing.T, cp *controlplane.ControlPlane, name string) *remoteNode {
 	t.Helper()
-	creds, err := cp.NodeCreds(name)
+	return joinAs(t, cp, identity.NodeID(name))
+}
+
+// joinAs dials the control plane's NATS port as id, with credentials cp minted.
+func joinAs(t *testing.T, cp *controlplane.ControlPlane, id identity.ID) *remoteNode {
+	t.Helper()
+	creds, err := cp.Creds(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := &remoteNode{}
-	id := identity.NodeID(name)
 	opts := append(id.ClientOptions(), nats.UserCredentials(identitytest.WriteCreds(t, creds)), n.v.Option())
 	if n.nc, err = nats.Connect(cp.NATS.ClientURL(), opts...); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,98 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-sh/skiff/actors/actorkit"
+	"github.com/skiff-sh/skiff/actors/apiclient"
+	"github.com/skiff-sh/skiff/actors/apiwire"
+	"github.com/skiff-sh/skiff/bus/identity"
+	"github.com/skiff-sh/skiff/bus/rpc"
+)
+
+// A controller's pod create and the scheduler's bind of it, as the components of `skiff up`
+// send them: over NATS to the apiserver actor (in the JSON envelope older clients send, or the
+// binary one), or in process (apiclient.Direct). cpu-us/req is the process's CPU time (the
+// embedded NATS server's included) per request.
+func BenchmarkCreateBind(b *testing.B) {
+	for _, way := range []string{"nats-json", "nats", "direct"} {
+		b.Run(way, func(b *testing.B) { benchCreateBind(b, way) })
+	}
+}
+
+func benchCreateBind(b *testing.B, way string) {
+	s, nc := benchServerConn(b)
+	sys := actorkit.NewSystem()
+	b.Cleanup(sys.Shutdown)
+	if _, err := sys.Spawn("apiserver", NewActor(ActorConfig{Server: s, NATS: nc})); err != nil {
+		b.Fatal(err)
+	}
+	client := func(role identity.Role) *apiclient.Client {
+		subject := identity.ID{Role: role}.APISubject()
+		switch way {
+		case "direct":
+			return &apiclient.Client{T: apiclient.Direct{Server: s, Subject: subject}}
+		case "nats-json":
+			return &apiclient.Client{T: jsonEnvelope{nc: nc, subject: subject}}
+		}
+		return &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: subject}}
+	}
+	ctrl, sched := client(identity.ControllerManager), client(identity.Scheduler)
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := ctrl.Raw(ctx, http.MethodGet, "/api/v1/namespaces/default", "", nil); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			b.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pods, binds := make([][]byte, b.N), make([][]byte, b.N)
+	for i := range pods {
+		name := fmt.Sprintf("web-%d", i)
+		pods[i], _ = json.Marshal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "skiff.local/httpecho:v1"}}}})
+		binds[i], _ = json.Marshal(&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}})
+	}
+	b.ReportAllocs() // per create+bind pair, the NATS server's included
+	b.ResetTimer()
+	before := cpuTime()
+	for i := range pods {
+		if _, err := ctrl.Raw(ctx, http.MethodPost, "/api/v1/namespaces/default/pods", "application/json", pods[i]); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sched.Raw(ctx, http.MethodPost, fmt.Sprintf("/api/v1/namespaces/default/pods/web-%d/binding", i), "application/json", binds[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((cpuTime()-before).Microseconds())/float64(2*b.N), "cpu-us/req")
+}
+
+// jsonEnvelope is a NATS client of the JSON envelope, as before the binary one.
+type jsonEnvelope struct {
+	nc      *nats.Conn
+	subject string
+}
+
+func (t jsonEnvelope) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error) {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return apiwire.Response{}, err
+	}
+	out, _, err := rpc.Call(ctx, t.nc, t.subject, data, nil)
+	if err != nil {
+		return apiwire.Response{}, err
+	}
+	var resp apiwire.Response
+	err = json.Unmarshal(out, &resp)
+	return resp, err
+}
