@@ -68,7 +68,7 @@ type LocalServer interface {
 
 // Direct calls the apiserver of its own process: the same identity, handler chain, answers
 // and errors as over NATS (a stopped apiserver is rpc.ErrNoResponders), without the round
-// trip through the NATS server and the envelope's encoding. The request runs on the caller's
+// trip through the NATS server and the JSON envelope. The request runs on the caller's
 // goroutine.
 type Direct struct {
 	Server  LocalServer
@@ -380,9 +380,8 @@ func (c *Client) List(ctx context.Context, k *schemas.Kind, namespace string, qu
 }
 
 // WatchPoll asks once for the events of a watch after query's resourceVersion: over NATS (and
-// Direct) a watch is a long poll answered with one apiwire.WatchBatch (at least one event, or
-// none once the poll's timeoutSeconds passed). HTTP callers stream watches instead
-// (HTTP.Stream).
+// Direct) a watch is a long poll answered with one apiwire.WatchBatch (at least one event, or none once
+// the poll's timeoutSeconds passed). HTTP callers stream watches instead (HTTP.Stream).
 func (c *Client) WatchPoll(ctx context.Context, k *schemas.Kind, namespace string, query url.Values) (*apiwire.WatchBatch, error) {
 	if _, ok := c.T.(WatchPoller); !ok {
 		return nil, fmt.Errorf("apiclient: a watch poll needs a transport that polls watches (NATS, Direct), not %T", c.T)
