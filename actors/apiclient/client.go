@@ -48,14 +48,20 @@ type NATS struct {
 }
 
 func (t NATS) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error) {
-	ctx, cancel := withDefaultDeadline(ctx)
-	defer cancel()
-	// The binary envelope: the body travels raw, not base64 in JSON.
-	out, _, err := rpc.Call(ctx, t.Conn, subjectOr(t.Subject), apiwire.EncodeRequest(withTraceContext(ctx, req)), nil)
+	req = withTraceContext(ctx, req)
+	data, err := json.Marshal(req)
 	if err != nil {
 		return apiwire.Response{}, err
 	}
-	return apiwire.DecodeResponse(out)
+	ctx, cancel := withDefaultDeadline(ctx)
+	defer cancel()
+	out, _, err := rpc.Call(ctx, t.Conn, subjectOr(t.Subject), data, nil)
+	if err != nil {
+		return apiwire.Response{}, err
+	}
+	var resp apiwire.Response
+	err = json.Unmarshal(out, &resp)
+	return resp, err
 }
 
 func (NATS) PollsWatches() {}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/skiff-sh/skiff/actors/apiwire"
@@ -107,19 +108,17 @@ func (a *apiActor) stop() {
 	a.subs = nil
 }
 
-// serveWire runs a NATS-borne request (either envelope, apiwire.DecodeRequest) through the
-// HTTP handler as the subject's identity.
+// serveWire runs a NATS-borne request through the HTTP handler as the subject's identity.
 func (a *apiActor) serveWire(ctx context.Context, subject string, data []byte, _ nats.Header) ([]byte, nats.Header, error) {
 	ctx, role, err := asCaller(ctx, subject)
 	if err != nil {
 		return nil, nil, err
 	}
-	req, form, err := apiwire.DecodeRequest(data)
-	if err != nil {
+	var req apiwire.Request
+	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, nil, fmt.Errorf("apiserver: bad wire request: %w", err)
 	}
-	// Answered in the envelope it came in: a client of either form understands its answer.
-	return apiwire.EncodeResponse(a.cfg.Server.ServeRequest(ctx, withUserAgent(req, role)), form), nil, nil
+	return a.cfg.Server.ServeWire(ctx, withUserAgent(req, role)), nil, nil
 }
 
 // listener returns the configured listener the first time; after a restart (Shutdown closed

@@ -8,23 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
-	"github.com/skiff-sh/skiff/actors/apiwire"
 	"github.com/skiff-sh/skiff/bus/identity"
-	"github.com/skiff-sh/skiff/bus/rpc"
 )
 
 // A controller's pod create and the scheduler's bind of it, as the components of `skiff up`
-// send them: over NATS to the apiserver actor (in the JSON envelope older clients send, or the
-// binary one), or in process (apiclient.Direct). cpu-us/req is the process's CPU time (the
-// embedded NATS server's included) per request.
+// send them: over NATS to the apiserver actor, or in process (apiclient.Direct). cpu-us/req is
+// the process's CPU time (the embedded NATS server's included) per request.
 func BenchmarkCreateBind(b *testing.B) {
-	for _, way := range []string{"nats-json", "nats", "direct"} {
+	for _, way := range []string{"nats", "direct"} {
 		b.Run(way, func(b *testing.B) { benchCreateBind(b, way) })
 	}
 }
@@ -38,11 +34,8 @@ func benchCreateBind(b *testing.B, way string) {
 	}
 	client := func(role identity.Role) *apiclient.Client {
 		subject := identity.ID{Role: role}.APISubject()
-		switch way {
-		case "direct":
+		if way == "direct" {
 			return &apiclient.Client{T: apiclient.Direct{Server: s, Subject: subject}}
-		case "nats-json":
-			return &apiclient.Client{T: jsonEnvelope{nc: nc, subject: subject}}
 		}
 		return &apiclient.Client{T: apiclient.NATS{Conn: nc, Subject: subject}}
 	}
@@ -63,7 +56,6 @@ func benchCreateBind(b *testing.B, way string) {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "skiff.local/httpecho:v1"}}}})
 		binds[i], _ = json.Marshal(&corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}})
 	}
-	b.ReportAllocs() // per create+bind pair, the NATS server's included
 	b.ResetTimer()
 	before := cpuTime()
 	for i := range pods {
@@ -75,24 +67,4 @@ func benchCreateBind(b *testing.B, way string) {
 		}
 	}
 	b.ReportMetric(float64((cpuTime()-before).Microseconds())/float64(2*b.N), "cpu-us/req")
-}
-
-// jsonEnvelope is a NATS client of the JSON envelope, as before the binary one.
-type jsonEnvelope struct {
-	nc      *nats.Conn
-	subject string
-}
-
-func (t jsonEnvelope) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error) {
-	data, err := json.Marshal(req)
-	if err != nil {
-		return apiwire.Response{}, err
-	}
-	out, _, err := rpc.Call(ctx, t.nc, t.subject, data, nil)
-	if err != nil {
-		return apiwire.Response{}, err
-	}
-	var resp apiwire.Response
-	err = json.Unmarshal(out, &resp)
-	return resp, err
 }
