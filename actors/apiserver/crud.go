@@ -316,10 +316,11 @@ func generateName(base string) string {
 }
 
 // mutation computes the next version of an object from the stored one, which it must not
-// modify (it is compared with the result): one that edits it works on a copy (edited).
+// modify: it is compared with the result, and it is the decode every watcher of its revision
+// shares (readEntry). One that edits it works on a copy (edited).
 type mutation func(cur runtime.Object) (runtime.Object, error)
 
-// edited is a mutation that edits a copy of the stored object in place.
+// edited is a mutation that edits a copy of the stored object in place: the update's one copy.
 func edited(edit mutation) mutation {
 	return func(cur runtime.Object) (runtime.Object, error) { return edit(cur.DeepCopyObject()) }
 }
@@ -354,7 +355,7 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 		}
 		// The last finalizer gone from an object being deleted: the delete completes now.
 		if nm.GetDeletionTimestamp() != nil && len(nm.GetFinalizers()) == 0 {
-			obj, err := s.deleteNow(ctx, k, cur, curRev, wo)
+			obj, err := s.deleteNow(ctx, k, cur.DeepCopyObject(), curRev, wo) // it answers with its revision
 			if err != nil || wo.dryRun {
 				return obj, casDecided, err
 			}
@@ -465,7 +466,7 @@ func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub s
 		// Only status changes through /status; everything else stays as stored, but for the
 		// managed fields an apply computed.
 		applied := nm.GetManagedFields()
-		if next, err = withSection(k, cur.DeepCopyObject(), next, "status"); err != nil {
+		if next, err = statusOnto(k, cur, next); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 		if wo.applied {

@@ -109,7 +109,8 @@ type Config struct {
 	// deletes; 0 = diskspace's defaults.
 	DiskMinFree, DiskReserve uint64
 	// CheckCacheMutations (tests) keeps a copy of every object the shared informers cache, so
-	// Informers.Mutations can tell whether a component changed one it did not own.
+	// Informers.Mutations can tell whether a component changed one it did not own, and of
+	// every shared decode the apiserver reads (API.SharedMutations).
 	CheckCacheMutations bool
 }
 
@@ -273,7 +274,8 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 func (cp *ControlPlane) startAPIServer(ctx context.Context) (err error) {
 	cfg := cp.cfg
 	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodePortRange: cfg.NodePortRange, NodeConn: cp.Conn,
-		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts, ServiceAccountAdmission: cfg.serviceAccountAdmission()})
+		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts, ServiceAccountAdmission: cfg.serviceAccountAdmission(),
+		CheckSharedMutations: cfg.CheckCacheMutations})
 	if err != nil {
 		return err
 	}
