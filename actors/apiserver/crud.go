@@ -207,8 +207,23 @@ func (s *Server) finishCreate(ctx context.Context, k *schemas.Kind, obj runtime.
 	return obj, nil
 }
 
-// resetStatus clears what a client may not set on create; pods start Pending.
+// resetStatus clears what a client may not set on create; pods start Pending. A typed
+// object's status field is reset in place, not by a round trip of the whole object through
+// its map shape.
 func (s *Server) resetStatus(k *schemas.Kind, obj runtime.Object) (runtime.Object, error) {
+	if f, ok := topField(obj, "status"); ok {
+		f.SetZero()
+		if p, ok := obj.(*corev1.Pod); ok {
+			p.Status.Phase = corev1.PodPending
+		}
+		setTypeMeta(obj, k)
+		return obj, nil
+	}
+	return statusResetByMap(k, obj)
+}
+
+// statusResetByMap is resetStatus through the object's map shape, for any kind.
+func statusResetByMap(k *schemas.Kind, obj runtime.Object) (runtime.Object, error) {
 	m, err := toMap(obj)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
