@@ -207,8 +207,23 @@ func (s *Server) finishCreate(ctx context.Context, k *schemas.Kind, obj runtime.
 	return obj, nil
 }
 
-// resetStatus clears what a client may not set on create; pods start Pending.
+// resetStatus clears what a client may not set on create; pods start Pending. A typed
+// object's status field is reset in place, not by a round trip of the whole object through
+// its map shape.
 func (s *Server) resetStatus(k *schemas.Kind, obj runtime.Object) (runtime.Object, error) {
+	if f, ok := topField(obj, "status"); ok {
+		f.SetZero()
+		if p, ok := obj.(*corev1.Pod); ok {
+			p.Status.Phase = corev1.PodPending
+		}
+		setTypeMeta(obj, k)
+		return obj, nil
+	}
+	return statusResetByMap(k, obj)
+}
+
+// statusResetByMap is resetStatus through the object's map shape, for any kind.
+func statusResetByMap(k *schemas.Kind, obj runtime.Object) (runtime.Object, error) {
 	m, err := toMap(obj)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
@@ -316,10 +331,11 @@ func generateName(base string) string {
 }
 
 // mutation computes the next version of an object from the stored one, which it must not
-// modify (it is compared with the result): one that edits it works on a copy (edited).
+// modify: it is compared with the result, and it is the decode every watcher of its revision
+// shares (readEntry). One that edits it works on a copy (edited).
 type mutation func(cur runtime.Object) (runtime.Object, error)
 
-// edited is a mutation that edits a copy of the stored object in place.
+// edited is a mutation that edits a copy of the stored object in place: the update's one copy.
 func edited(edit mutation) mutation {
 	return func(cur runtime.Object) (runtime.Object, error) { return edit(cur.DeepCopyObject()) }
 }
@@ -354,7 +370,7 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 		}
 		// The last finalizer gone from an object being deleted: the delete completes now.
 		if nm.GetDeletionTimestamp() != nil && len(nm.GetFinalizers()) == 0 {
-			obj, err := s.deleteNow(ctx, k, cur, curRev, wo)
+			obj, err := s.deleteNow(ctx, k, cur.DeepCopyObject(), curRev, wo) // it answers with its revision
 			if err != nil || wo.dryRun {
 				return obj, casDecided, err
 			}
@@ -465,7 +481,7 @@ func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub s
 		// Only status changes through /status; everything else stays as stored, but for the
 		// managed fields an apply computed.
 		applied := nm.GetManagedFields()
-		if next, err = withSection(k, cur.DeepCopyObject(), next, "status"); err != nil {
+		if next, err = statusOnto(k, cur, next); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 		if wo.applied {

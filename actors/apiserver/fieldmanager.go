@@ -88,7 +88,7 @@ func fieldManagerFor(k *schemas.Kind, sub string) (*managedfields.FieldManager, 
 	if err != nil {
 		return nil, err
 	}
-	fm, err := managedfields.NewDefaultFieldManager(tc, schemas.Scheme, defaulter{}, schemas.Scheme,
+	fm, err := managedfields.NewDefaultFieldManager(tc, inVersion{schemas.Scheme}, defaulter{}, schemas.Scheme,
 		k.GVK, k.GVK.GroupVersion(), sub, resetFields(k, sub))
 	if err != nil {
 		return nil, err
@@ -112,6 +112,23 @@ func resetFields(k *schemas.Kind, sub string) map[fieldpath.APIVersion]fieldpath
 	return map[fieldpath.APIVersion]fieldpath.Filter{
 		fieldpath.APIVersion(k.GVK.GroupVersion().String()): fieldpath.NewExcludeSetFilter(reset),
 	}
+}
+
+// inVersion is the scheme's conversion for the field manager, but a typed object already of
+// the target version is handed back as it is, where the scheme deep-copies it: the field
+// manager only reads the versioned forms of the live and new objects (two copies of a Pod per
+// tracked write), and what it builds itself (an apply's result) is unstructured, so converted.
+type inVersion struct{ *runtime.Scheme }
+
+func (c inVersion) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+	gv, isGV := target.(schema.GroupVersion) // what the field manager asks for
+	if _, u := in.(runtime.Unstructured); isGV && !u {
+		gvk := in.GetObjectKind().GroupVersionKind()
+		if t := reflect.TypeOf(in); gvk.GroupVersion() == gv && t.Kind() == reflect.Pointer && c.AllKnownTypes()[gvk] == t.Elem() {
+			return in, nil
+		}
+	}
+	return c.Scheme.ConvertToVersion(in, target)
 }
 
 // defaulter is the scheme defaulting the field manager runs on an applied object, as the

@@ -133,6 +133,26 @@ func withSection(k *schemas.Kind, dst, src runtime.Object, section string) (runt
 	return fromMap(k, dm)
 }
 
+// statusOnto is what a status write stores: cur with next's status. cur (shared) is copied
+// but for its status; next's status is taken over, not copied (next is the request's own and
+// is dropped after).
+func statusOnto(k *schemas.Kind, cur, next runtime.Object) (runtime.Object, error) {
+	cv, _, ok := typedPair(cur, cur)
+	if _, has := topField(cur, "status"); !ok || !has || reflect.TypeOf(cur) != reflect.TypeOf(next) {
+		return withSection(k, cur.DeepCopyObject(), next, "status")
+	}
+	shallow := reflect.New(cv.Type())
+	shallow.Elem().Set(cv)
+	sf, _ := topField(shallow.Interface().(runtime.Object), "status")
+	sf.SetZero()
+	out := shallow.Interface().(runtime.Object).DeepCopyObject()
+	of, _ := topField(out, "status")
+	nf, _ := topField(next, "status")
+	of.Set(nf)
+	setTypeMeta(out, k)
+	return out, nil
+}
+
 // deepCopied copies a field of a typed object by its generated DeepCopy (a PodStatus, not
 // the whole Pod); ok is false for a type without one.
 func deepCopied(v reflect.Value) (reflect.Value, bool) {

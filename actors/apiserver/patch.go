@@ -85,11 +85,8 @@ func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, cont
 			return nil, failed
 		}
 		// The stored revision is left out, so only a resourceVersion the patch itself sets
-		// pins the write (and turns a lost race into 409 instead of a retry); cur is put back
-		// as it was.
-		mustMeta(cur).SetResourceVersion("")
-		curJSON, err := json.Marshal(cur)
-		mustMeta(cur).SetResourceVersion(rv)
+		// pins the write (and turns a lost race into 409 instead of a retry).
+		curJSON, err := json.Marshal(withoutRV(cur))
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}

@@ -102,14 +102,19 @@ func (s *Server) getObject(ctx context.Context, k *schemas.Kind, info requestInf
 	return obj, err
 }
 
-// readAt reads one object from the log's view as fresh as ro asks.
+// readAt reads one object from the log's view as fresh as ro asks: the caller's own copy.
 func (s *Server) readAt(ctx context.Context, k *schemas.Kind, ns, name string, ro statelog.ReadOptions) (runtime.Object, uint64, error) {
 	obj, e, err := s.readEntry(ctx, k, ns, name, ro)
-	return obj, e.Rev, err
+	if err != nil {
+		return nil, 0, err
+	}
+	return obj.DeepCopyObject(), e.Rev, nil
 }
 
 // readEntry is readAt with the log's entry: its value is the object's stored form (plaintext),
-// what a write compares its own to, as kube-apiserver compares with the bytes etcd holds.
+// what a write compares its own to, as kube-apiserver compares with the bytes etcd holds. The
+// object is the decode shared with the watchers (most likely just written and decoded for
+// them, or about to be), which nobody may modify: an update copies it once, for its edit.
 func (s *Server) readEntry(ctx context.Context, k *schemas.Kind, ns, name string, ro statelog.ReadOptions) (runtime.Object, statelog.Entry, error) {
 	fctx, cancel := freshContext(ctx, ro.MinRev)
 	defer cancel()
@@ -120,13 +125,14 @@ func (s *Server) readEntry(ctx context.Context, k *schemas.Kind, ns, name string
 	if err != nil {
 		return nil, statelog.Entry{}, s.readError(ctx, err, ro.MinRev)
 	}
-	// The value was most likely just written and decoded for the watchers (or is about to
-	// be): a copy of the shared decode costs a fraction of decoding it again per update.
 	se, err := s.events.object(k, e.Value, e.Rev)
 	if err != nil {
 		return nil, statelog.Entry{}, err
 	}
-	return se.obj.DeepCopyObject(), e, nil
+	if s.shared != nil {
+		s.shared.saw(e.Key, e.Rev, se.obj)
+	}
+	return se.obj, e, nil
 }
 
 // listEntries reads the entries under prefix as fresh as at asks.

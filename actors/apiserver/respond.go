@@ -12,17 +12,30 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// writeJSON writes v as the response body with the given status code.
+// writeJSON writes v as the response body with the given status code. The encoder marshals
+// into its pooled buffer and writes that, newline included: no copy of the body is made, and
+// nothing is written (the header included) unless v encodes.
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
+	r := &jsonResponse{w: w, code: code}
+	if err := json.NewEncoder(r).Encode(v); err != nil && !r.started {
 		writeError(w, apierrors.NewInternalError(err))
-		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
-	_, _ = w.Write([]byte("\n"))
+}
+
+// jsonResponse sends the JSON header and the status code on the body's first write.
+type jsonResponse struct {
+	w       http.ResponseWriter
+	code    int
+	started bool
+}
+
+func (r *jsonResponse) Write(p []byte) (int, error) {
+	if !r.started {
+		r.started = true
+		r.w.Header().Set("Content-Type", "application/json")
+		r.w.WriteHeader(r.code)
+	}
+	return r.w.Write(p)
 }
 
 // writeError writes err as a metav1.Status with the HTTP code it carries.

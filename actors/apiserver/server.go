@@ -77,6 +77,10 @@ type Options struct {
 	// Ready reports what keeps this server from accepting writes (the state log's disk full);
 	// a non-nil error turns /readyz red, not /livez: a restart would not help. nil = ready.
 	Ready func() error
+	// CheckSharedMutations keeps a copy of every stored object's shared decode the server
+	// reads, so SharedMutations can tell whether anything changed one. For tests: it holds
+	// every such object for the server's life.
+	CheckSharedMutations bool
 }
 
 // Server is the API server's request handling; the actor in actor.go owns its lifecycle.
@@ -92,6 +96,7 @@ type Server struct {
 	starts    atomic.Int64
 	serving   atomic.Bool   // the apiserver actor is up: in-process requests are served (local.go)
 	events    *sharedEvents // watched objects decoded and encoded once for every watcher
+	shared    *sharedCheck  // nil unless Options.CheckSharedMutations
 	pods      *podIndex     // pods by spec.nodeName, followed while the apiserver actor runs
 	openapi   *openapi.Registry
 	crds      *crd.Registry                // the CustomResourceDefinitions served, followed likewise
@@ -126,6 +131,9 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{log: o.Log, opts: o, now: o.Now, ips: ips, nodePorts: nodePorts, started: o.Now(), events: newSharedEvents(defaultSharedEventBytes), pods: newPodIndex()}
+	if o.CheckSharedMutations {
+		s.shared = newSharedCheck()
+	}
 	if o.ServiceAccountAdmission != nil { // first of the plugins, as kube orders them
 		s.opts.Mutating = append([]AdmissionFunc{s.admitServiceAccount}, o.Mutating...)
 	}

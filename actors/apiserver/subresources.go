@@ -35,11 +35,12 @@ func (s *Server) bind(ctx context.Context, k *schemas.Kind, ns, name string, bod
 	}
 	bound := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Code: 201}
 	return onLatest(k, name, func(fresh bool) (runtime.Object, casOutcome, error) {
-		cur, rev, err := s.readWithRev(ctx, k, ns, name, fresh)
+		cur, stored, err := s.readEntry(ctx, k, ns, name, statelog.ReadOptions{Consistent: fresh})
 		if err != nil {
 			return nil, casDecided, err
 		}
-		pod := cur.(*corev1.Pod).DeepCopy()
+		rev := stored.Rev
+		pod := cur.(*corev1.Pod).DeepCopy() // cur is the shared decode: the bind's one copy
 		if pod.Spec.NodeName != "" {
 			return nil, casDecided, apierrors.NewConflict(groupResource(k), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
 		}

@@ -153,3 +153,23 @@ func BenchmarkUpdatePathPodStatus(b *testing.B) {
 	}
 	reportCPU(b, before)
 }
+
+// A ReplicaSet controller's pod create, as the simulated cluster's replicas arrive.
+func BenchmarkCreatePathPod(b *testing.B) {
+	s := benchServer(b)
+	bodies := make([]json.RawMessage, b.N)
+	for i := range bodies {
+		bodies[i], _ = json.Marshal(&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Labels: map[string]string{"app": "web", "pod-template-hash": "abc"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "u1", Controller: ptr.To(true)}}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "skiff.local/httpecho:v1",
+				Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}}},
+		})
+	}
+	b.ResetTimer()
+	before := cpuTime()
+	for i := range bodies {
+		wire(b, s, http.MethodPost, "/api/v1/namespaces/default/pods?fieldManager=kube-controller-manager", bodies[i], nil)
+	}
+	reportCPU(b, before)
+}

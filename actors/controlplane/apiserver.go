@@ -18,7 +18,8 @@ import (
 func (cp *ControlPlane) newAPIServer() error {
 	cfg := cp.cfg
 	opts, err := cp.apiOptions(apiserver.Options{Log: cp.Log, ServiceCIDR: cfg.ServiceCIDR, NodePortRange: cfg.NodePortRange, NodeConn: cp.Conn,
-		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts, ServiceAccountAdmission: cfg.serviceAccountAdmission()})
+		Health: cp.Actors.Health().Check, Ready: cp.writable, Timeouts: cfg.APITimeouts, ServiceAccountAdmission: cfg.serviceAccountAdmission(),
+		CheckSharedMutations: cfg.CheckCacheMutations})
 	if err != nil {
 		return err
 	}

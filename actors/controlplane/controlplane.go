@@ -109,7 +109,8 @@ type Config struct {
 	// deletes; 0 = diskspace's defaults.
 	DiskMinFree, DiskReserve uint64
 	// CheckCacheMutations (tests) keeps a copy of every object the shared informers cache, so
-	// Informers.Mutations can tell whether a component changed one it did not own.
+	// Informers.Mutations can tell whether a component changed one it did not own, and of
+	// every shared decode the apiserver reads (API.SharedMutations).
 	CheckCacheMutations bool
 }
 

@@ -52,6 +52,11 @@ func StartControlPlane(t testing.TB, mutate ...func(*controlplane.Config)) *cont
 		if err := cp.Informers.Mutations(); err != nil {
 			t.Error(err)
 		}
+		if cp.API != nil {
+			if err := cp.API.SharedMutations(); err != nil {
+				t.Error(err)
+			}
+		}
 	})
 	return cp
 }

@@ -251,6 +251,7 @@ func (c *Cache) addLocked(st *podState) {
 		c.nodes[st.node] = e
 	}
 	st.pi.labelIDs = c.intern.podLabels(st.pi.pod)
+	st.pi.ownerID = c.intern.owner(st.pi.owner)
 	c.mutableLocked(e).addPod(st.pi)
 	c.pods[st.pi.key] = st
 	c.countAnti(st.pi, 1)

@@ -15,6 +15,7 @@ var discard = logr.Discard()
 type Cycle struct {
 	pod     *v1.Pod
 	pi      *podInfo
+	owner   uint32 // the pod's interned controller owner; 0: none, or no counted pod has it
 	reqAff  nodeaffinity.RequiredNodeAffinity
 	prefAff *nodeaffinity.PreferredSchedulingTerms
 	spread  []spreadConstraint
@@ -52,6 +53,9 @@ func newCycle(s *Snapshot, pod *v1.Pod, volumes VolumeLister) (*Cycle, error) {
 			return nil, fmt.Errorf("preferred node affinity: %w", err)
 		}
 		cy.prefAff = p
+	}
+	if cy.pi.owner != "" {
+		cy.owner, _ = s.intern.lookupOwner(cy.pi.owner)
 	}
 	cy.active = cy.activeBuf[:0]
 	for i, f := range filters {

@@ -20,8 +20,10 @@ type podInfo struct {
 	ports   []hostPort
 	owner   types.UID // controller owner, "" when none
 	anti    []affinityTerm
-	// labelIDs are the interned labels; set only for pods counted in a cache.
+	// labelIDs are the interned labels and ownerID the interned owner (0: none); set only
+	// for pods counted in a cache.
 	labelIDs []uint32
+	ownerID  uint32
 }
 
 // affinityTerm is a compiled required (anti-)affinity term.

@@ -1,13 +1,16 @@
 package framework
 
 import (
+	"slices"
+
 	v1 "k8s.io/api/core/v1"
 )
 
 // score returns the weighted sum of the normalised (0..MaxNodeScore) plugin scores of each
-// feasible node, in the order given. Each plugin scores all the nodes in one call, so the
-// per-node work is the plugin's own, not a dispatch.
-func (cy *Cycle) score(nodes []*NodeInfo, o *Options) []int64 {
+// feasible node, in the order given, in mem (grown to twice the nodes when short). Each
+// plugin scores all the nodes in one call, so the per-node work is the plugin's own, not a
+// dispatch.
+func (cy *Cycle) score(nodes []*NodeInfo, o *Options, mem []int64) []int64 {
 	type active struct {
 		p ScorePlugin
 		w int64
@@ -20,8 +23,9 @@ func (cy *Cycle) score(nodes []*NodeInfo, o *Options) []int64 {
 		}
 	}
 	n := len(nodes)
-	mem := make([]int64, 2*n)
+	mem = slices.Grow(mem[:0], 2*n)[:2*n]
 	total, raw := mem[:n], mem[n:]
+	clear(total) // each plugin writes every raw score
 	for _, a := range act {
 		a.p.Score(cy, nodes, raw)
 		if norm := a.p.Normalize(); norm != Raw {
@@ -67,10 +71,15 @@ func (balancedAllocation) Score(cy *Cycle, nodes []*NodeInfo, raw []int64) {
 	}
 }
 
-// Score: fewer replicas of the pod's controller on the node is better.
+// Score: fewer replicas of the pod's controller on the node is better. The owner is a
+// number: a node's count is a scan of its few owners, no string hashed.
 func (selectorSpread) Score(cy *Cycle, nodes []*NodeInfo, raw []int64) {
+	if cy.owner == 0 { // no counted pod has this owner: none anywhere
+		clear(raw)
+		return
+	}
 	for i, ni := range nodes {
-		raw[i] = int64(ni.owners[cy.pi.owner])
+		raw[i] = int64(ni.ownerPods(cy.owner))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // only weighs one score plugin, so a test sees that plugin's preference alone.
@@ -194,3 +195,65 @@ func keepFirst(n int) int { return 1 % n } // 0 only for the first candidate
 func takeLast(int) int    { return 0 }
 
 func withIntN(o Options, f func(int) int) Options { o.IntN = f; return o }
+
+// SelectorSpread's per-node count of the pod's owner is the number of the node's pods that
+// owner controls, through adds, owner changes, removals, assumptions and forgets, and an
+// older snapshot keeps its own counts.
+func TestSelectorSpreadCountsEachOwnersPodsPerNode(t *testing.T) {
+	c := NewCache()
+	for _, n := range []string{"a", "b", "c"} {
+		c.UpsertNode(node(n, "8", "8Gi"))
+	}
+	owners := []string{"rs1", "rs2", "rs3", "never-seen"}
+	check := func(s *Snapshot) {
+		t.Helper()
+		nodes := s.NodeInfos()
+		raw := make([]int64, len(nodes))
+		for _, o := range owners {
+			cy, err := newCycle(s, pod("new", "", "", ownedBy(o)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			selectorSpread{}.Score(cy, nodes, raw)
+			for i, ni := range nodes {
+				want := 0
+				for _, pi := range ni.pods {
+					if ref := metav1.GetControllerOf(pi.pod); ref != nil && string(ref.UID) == o {
+						want++
+					}
+				}
+				if raw[i] != int64(want) {
+					t.Fatalf("owner %s on node %s: score counts %d pods, the node has %d", o, ni.node.Name, raw[i], want)
+				}
+			}
+		}
+	}
+	var pods []*v1.Pod
+	for i := range 12 {
+		p := pod("p"+strconv.Itoa(i), "", "", on([]string{"a", "b", "c"}[i%3]), ownedBy(owners[i%3]))
+		if i%4 == 3 {
+			p.OwnerReferences = nil // some pods have no controller
+		}
+		c.AddPod(p)
+		pods = append(pods, p)
+	}
+	check(c.Snapshot())
+	moved := pods[0].DeepCopy()
+	moved.OwnerReferences[0].UID = "rs2"
+	c.UpdatePod(pods[0], moved)
+	c.RemovePod(pods[4])
+	c.RemovePod(pods[7])
+	old := c.Snapshot()
+	check(old)
+	assumed := pod("assumed", "", "", ownedBy("rs1"))
+	if err := c.Assume(assumed, "b"); err != nil {
+		t.Fatal(err)
+	}
+	check(c.Snapshot())
+	c.Forget(assumed)
+	for _, p := range pods[8:] {
+		c.RemovePod(p)
+	}
+	check(c.Snapshot())
+	check(old)
+}
