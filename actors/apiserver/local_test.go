@@ -18,7 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/apiserver"
-	"github.com/skiff-sh/skiff/bus/natsserver"
+	"github.com/skiff-sh/skiff/bus/natsserver/natsservertest"
 	"github.com/skiff-sh/skiff/bus/rpc"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/internal/tracing/tracingtest"
@@ -40,16 +40,7 @@ type localAPI struct {
 // actor.
 func newLocalAPI(t *testing.T, admit apiserver.AdmissionFunc) *localAPI {
 	t.Helper()
-	ns, err := natsserver.Start(natsserver.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := ns.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	_, nc := natsservertest.Start(t)
 	l, err := statelog.Open(context.Background(), nc, statelog.Config{Memory: true})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/statelog"
@@ -78,16 +79,7 @@ func TestInformerSharesTheWatchCacheDecode(t *testing.T) {
 		t.Fatalf("an update read, watched and cached: %d decodes, want 1", got)
 	}
 
-	key := schemas.StorageKey(pods.Informer().Kind(), "default", "p")
-	e, err := l.Get(context.Background(), key, statelog.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, err := s.DecodeShared(pods.Informer().Kind(), e.Value, e.Rev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shared := obj.(*corev1.Pod)
+	shared := sharedDecodeOf(t, s, l, pods.Informer().Kind(), "p").(*corev1.Pod)
 	switch {
 	case shared == cached:
 		t.Fatal("the informer caches the shared object itself, not a top level of its own")
@@ -111,16 +103,8 @@ func TestMutationCheckCoversTheSharedDecode(t *testing.T) {
 	created := call(t, "POST", hs.URL+podsPath+"?fieldManager=test", podBody("p", "1"), 201)
 	cachedAt(t, pods, "p", rvOf(created))
 	key := schemas.StorageKey(pods.Informer().Kind(), "default", "p")
-	e, err := l.Get(context.Background(), key, statelog.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, err := s.DecodeShared(pods.Informer().Kind(), e.Value, e.Rev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj.(*corev1.Pod).ResourceVersion = "1" // what no reader may do
-	err = f.Mutations()
+	sharedDecodeOf(t, s, l, pods.Informer().Kind(), "p").(*corev1.Pod).ResourceVersion = "1" // what no reader may do
+	err := f.Mutations()
 	if err == nil || !strings.Contains(err.Error(), "shared decode of "+key) {
 		t.Fatalf("a changed shared object reported as %v", err)
 	}
@@ -218,4 +202,18 @@ func stoodUpPods(b *testing.B, s *Server, n int) map[string]statelog.Entry {
 		out[key] = e
 	}
 	return out
+}
+
+// sharedDecodeOf is the apiserver's shared decode of the stored default/name of kind k.
+func sharedDecodeOf(t *testing.T, s *Server, l *statelog.Log, k *schemas.Kind, name string) runtime.Object {
+	t.Helper()
+	e, err := l.Get(context.Background(), schemas.StorageKey(k, "default", name), statelog.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := s.DecodeShared(k, e.Value, e.Rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }

@@ -15,7 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/skiff-sh/skiff/bus/natsserver"
+	"github.com/skiff-sh/skiff/bus/natsserver/natsservertest"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
 )
@@ -23,16 +23,7 @@ import (
 // newTestServer runs the apiserver's handler alone over a real embedded JetStream and log.
 func newTestServer(t *testing.T, cfg statelog.Config) (*Server, *httptest.Server, *statelog.Log) {
 	t.Helper()
-	ns, err := natsserver.Start(natsserver.Config{DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := ns.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	_, nc := natsservertest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg.Memory = true
