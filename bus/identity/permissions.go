@@ -63,7 +63,10 @@ func (id ID) ConsumerNames() []string {
 // readStreamAs lets id read stream through its own consumer names only: it can create no
 // more consumers than it has names, and read from, look at or delete no one else's.
 func (id ID) readStreamAs(stream string) []string {
-	out := []string{jsAPI + "STREAM.INFO." + stream}
+	// A message get (answered by the stream's leader) tells a filtered view whether any message
+	// of its kinds lies between its revision and one it must reach (statelog's reach); its
+	// consumers may read every subject already, so it grants nothing new.
+	out := []string{jsAPI + "STREAM.INFO." + stream, jsAPI + "STREAM.MSG.GET." + stream}
 	for _, name := range id.ConsumerNames() {
 		c := stream + "." + name
 		out = append(out, jsAPI+"CONSUMER.CREATE."+c, jsAPI+"CONSUMER.CREATE."+c+".>",

@@ -6,15 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A filtered view (Config.Only) holds a few kinds of the log: its consumer asks JetStream for
 // their subjects alone, so the process neither receives nor keeps the others. The revision
 // of such a view moves with its own kinds' messages only; what "the view has applied
 // revision N" means for it is that it holds every message of its kinds up to N, which reach
-// establishes from its consumer's state (see reach).
+// establishes from the stream's state (see reach).
 
 // ErrOutsideView is returned for a read, watch or write of keys a filtered view does not hold.
 var ErrOutsideView = errors.New("statelog: outside the keys this view holds")
@@ -65,26 +63,17 @@ func (l *Log) mustHold(prefix string) error {
 // plan over every key (compaction) is not its to make.
 func (l *Log) partial() bool { return len(l.filters) > 0 }
 
-// feedInfo is what reach needs of the view's consumer: how far it has delivered, and whether
-// anything of the view's kinds is still to come.
-type feedInfo interface {
-	info(ctx context.Context) (*jetstream.ConsumerInfo, error)
-}
-
 // reach waits until a filtered view holds every message of its kinds up to rev, a revision the
 // stream is known to hold, and then raises the view's revision to rev.
 //
 // The consumer skips other kinds' sequences, so the view's revision cannot tell by itself.
-// The consumer's info can: with nothing of the view's kinds pending for it (NumPending 0),
-// every such message up to the stream's end at that moment (which is at least rev) has been
-// delivered, and once the view has applied the last delivery (AckFloor: with no acks it is the
-// last delivered sequence; before any delivery, the sequence before the consumer's start),
-// none is missing. applyMu keeps a delivery from landing between that check and the raise.
+// The stream can: the view holds its kinds' messages up to its revision cur (they arrive in
+// order, and a raise only ever passes sequences of other kinds), so when the stream's leader has
+// no message on the view's subjects after cur up to rev, there is nothing between to wait for.
+// The consumer's own count (NumPending) cannot say this: the server stores a message before it
+// tells the consumers (through a queue another goroutine drains), and a view raised in between
+// dropped the message when it came, its sequence below the view's, as a redelivery.
 func (l *Log) reach(ctx context.Context, rev uint64) error {
-	f, ok := l.feed.(feedInfo)
-	if !ok {
-		return l.waitApplied(ctx, rev)
-	}
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
 		l.view.mu.RLock()
 		cur, changed := l.view.rev, l.view.changed
@@ -95,20 +84,11 @@ func (l *Log) reach(ctx context.Context, rev uint64) error {
 		if l.closed.Load() {
 			return ErrClosed
 		}
-		if info, err := f.info(ctx); err == nil && info.NumPending == 0 {
-			last := info.AckFloor.Stream
-			if info.Delivered.Consumer == 0 {
-				last = max(info.Config.OptStartSeq, 1) - 1
-			}
+		if next, err := l.nextOfKinds(ctx, cur+1); err == nil && (next == 0 || next > rev) {
 			l.applyMu.Lock()
-			done := l.applied() >= last
-			if done {
-				l.view.applyOther(rev, 0)
-			}
+			l.view.applyOther(rev, 0)
 			l.applyMu.Unlock()
-			if done {
-				return nil
-			}
+			return nil
 		}
 		select {
 		case <-changed:
@@ -119,6 +99,22 @@ func (l *Log) reach(ctx context.Context, rev uint64) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// nextOfKinds is the first sequence at or after seq of a message on the view's subjects, as the
+// stream's leader has it; 0 when there is none.
+func (l *Log) nextOfKinds(ctx context.Context, seq uint64) (uint64, error) {
+	var first uint64
+	for _, subj := range l.filters {
+		next, err := l.leaderNext(ctx, seq, subj)
+		if err != nil {
+			return 0, err
+		}
+		if next != 0 && (first == 0 || next < first) {
+			first = next
+		}
+	}
+	return first, nil
 }
 
 // waitFiltered is WaitForRev for a filtered view: rev may not exist yet, so it waits for the

@@ -226,18 +226,6 @@ func (f *slotFeed) stopConsume() {
 	}
 }
 
-// info is the held consumer's, for reach.
-func (f *slotFeed) info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
-	f.mu.Lock()
-	name := f.name
-	f.mu.Unlock()
-	c, err := f.st.Consumer(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	return c.CachedInfo(), nil
-}
-
 // Stop ends consumption and removes the consumer, freeing the name at once.
 func (f *slotFeed) Stop() {
 	f.stopConsume()
