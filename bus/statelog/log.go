@@ -123,17 +123,7 @@ func (l *Log) openFeed(ctx context.Context) (feed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return orderedFeed{ConsumeContext: cc, cons: cons}, nil
-}
-
-// orderedFeed is nats.go's ordered consumer: Close stops it, reach asks for its info.
-type orderedFeed struct {
-	jetstream.ConsumeContext
-	cons jetstream.Consumer
-}
-
-func (f orderedFeed) info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
-	return f.cons.Info(ctx)
+	return cc, nil
 }
 
 // openStream creates the stream or opens the existing one; read-only, only opens it.
