@@ -137,15 +137,13 @@ func withSection(k *schemas.Kind, dst, src runtime.Object, section string) (runt
 // but for its status; next's status is taken over, not copied (next is the request's own and
 // is dropped after).
 func statusOnto(k *schemas.Kind, cur, next runtime.Object) (runtime.Object, error) {
-	cv, _, ok := typedPair(cur, cur)
-	if _, has := topField(cur, "status"); !ok || !has || reflect.TypeOf(cur) != reflect.TypeOf(next) {
+	if _, typed := topField(cur, "status"); !typed || reflect.TypeOf(cur) != reflect.TypeOf(next) {
 		return withSection(k, cur.DeepCopyObject(), next, "status")
 	}
-	shallow := reflect.New(cv.Type())
-	shallow.Elem().Set(cv)
-	sf, _ := topField(shallow.Interface().(runtime.Object), "status")
+	shallow := schemas.TopLevelCopy(cur)
+	sf, _ := topField(shallow, "status")
 	sf.SetZero()
-	out := shallow.Interface().(runtime.Object).DeepCopyObject()
+	out := shallow.DeepCopyObject()
 	of, _ := topField(out, "status")
 	nf, _ := topField(next, "status")
 	of.Set(nf)

@@ -1,11 +1,9 @@
 package informer
 
 import (
-	"reflect"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/skiff-sh/skiff/schemas"
@@ -43,34 +41,10 @@ func (f *Factory) ShareDecodes(d SharedDecoder) {
 	f.shared.d.Store(&d)
 }
 
-// withoutManagedFields is obj's top level copied, its managedFields left out; everything below
-// the top level is obj's. A typed object copies its struct; an unstructured one its object map
-// and metadata map.
+// withoutManagedFields is obj's top level copied (schemas.TopLevelCopy), its managedFields
+// left out; everything below the top level is obj's.
 func withoutManagedFields(obj runtime.Object) runtime.Object {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		out := &unstructured.Unstructured{Object: make(map[string]any, len(u.Object))}
-		for k, v := range u.Object {
-			out.Object[k] = v
-		}
-		if md, ok := u.Object["metadata"].(map[string]any); ok {
-			own := make(map[string]any, len(md))
-			for k, v := range md {
-				if k != "managedFields" {
-					own[k] = v
-				}
-			}
-			out.Object["metadata"] = own
-		}
-		return out
-	}
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		obj = obj.DeepCopyObject() // no kind is served so; still a copy of its own
-		v = reflect.ValueOf(obj)
-	}
-	cp := reflect.New(v.Elem().Type())
-	cp.Elem().Set(v.Elem())
-	out := cp.Interface().(runtime.Object)
+	out := schemas.TopLevelCopy(obj)
 	if m, err := meta.Accessor(out); err == nil {
 		m.SetManagedFields(nil)
 	}
