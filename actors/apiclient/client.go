@@ -53,9 +53,7 @@ func (t NATS) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, er
 	if err != nil {
 		return apiwire.Response{}, err
 	}
-	ctx, cancel := withDefaultDeadline(ctx)
-	defer cancel()
-	out, _, err := rpc.Call(ctx, t.Conn, subjectOr(t.Subject), data, nil)
+	out, _, err := rpc.Call(ctx, t.Conn, subjectOr(t.Subject), data, nil) // bounded by rpc.DefaultTimeout
 	if err != nil {
 		return apiwire.Response{}, err
 	}
@@ -85,7 +83,7 @@ type Direct struct {
 }
 
 func (t Direct) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error) {
-	ctx, cancel := withDefaultDeadline(ctx)
+	ctx, cancel := rpc.WithDefaultTimeout(ctx) // as rpc.Call bounds a NATS request
 	defer cancel()
 	resp, err := t.Server.ServeLocal(ctx, subjectOr(t.Subject), withTraceContext(ctx, req))
 	if t.Fallback != nil && errors.Is(err, rpc.ErrNoResponders) {
@@ -105,14 +103,6 @@ func withTraceContext(ctx context.Context, req apiwire.Request) apiwire.Request 
 		req.Header = carrier
 	}
 	return req
-}
-
-// withDefaultDeadline bounds a request whose context has no deadline (rpc.DefaultTimeout).
-func withDefaultDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, rpc.DefaultTimeout)
 }
 
 func subjectOr(subject string) string {

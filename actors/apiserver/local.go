@@ -32,7 +32,7 @@ func (s *Server) ServeLocal(ctx context.Context, subject string, req apiwire.Req
 	// calling component.
 	defer func() {
 		if p := recover(); p != nil {
-			resp, err = apiwire.Response{}, &rpc.Error{Code: "Internal", Message: fmt.Sprintf("handler panic: %v", p)}
+			resp, err = apiwire.Response{}, rpc.PanicError(p)
 		}
 	}()
 	resp = s.ServeRequest(sctx, withUserAgent(req, role))

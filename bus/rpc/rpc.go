@@ -88,20 +88,32 @@ func handle(m *nats.Msg, hd Handler) {
 func safeCall(ctx context.Context, m *nats.Msg, hd Handler) (reply []byte, rh nats.Header, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			reply, rh, err = nil, nil, &Error{Code: "Internal", Message: fmt.Sprintf("handler panic: %v", p)}
+			reply, rh, err = nil, nil, PanicError(p)
 		}
 	}()
 	return hd(ctx, m.Subject, m.Data, m.Header)
 }
 
+// PanicError is how a request whose handler panicked is answered: an Internal error to its
+// caller, not a crash of the serving process.
+func PanicError(p any) *Error {
+	return &Error{Code: "Internal", Message: fmt.Sprintf("handler panic: %v", p)}
+}
+
+// WithDefaultTimeout bounds ctx by DefaultTimeout unless it has a deadline already: no request
+// waits for an answer forever.
+func WithDefaultTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, DefaultTimeout)
+}
+
 // Call sends a request and waits for the reply. A handler error comes back
 // as *Error (with the reply data and header, if any).
 func Call(ctx context.Context, nc *nats.Conn, subject string, data []byte, h nats.Header) ([]byte, nats.Header, error) {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
-		defer cancel()
-	}
+	ctx, cancel := WithDefaultTimeout(ctx)
+	defer cancel()
 	dl, _ := ctx.Deadline()
 	m := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
 	for k, v := range h {
