@@ -65,7 +65,7 @@ func jobsRun(t *testing.T, n *node) {
 	})
 	t.Logf("three jobs finished in %s", elapsed(start))
 	if pods := n.pods(t, "batch.kubernetes.io/job-name=work"); maxActive > 2 || maxActive == 0 || len(pods) != 5 {
-		t.Errorf("%d of work's %d pods active at once, parallelism is 2", maxActive, len(pods))
+		t.Errorf("%d of work's %d pods active at once, parallelism is 2; its pods' events: %q", maxActive, len(pods), podEventsOf(t, n, "work"))
 	}
 	if c := jobCondition(work, batchv1.JobComplete); c == nil || work.Status.Succeeded != 5 || work.Status.Failed != 0 ||
 		jobCondition(work, batchv1.JobSuccessCriteriaMet) == nil || work.Status.CompletionTime == nil {
@@ -88,6 +88,21 @@ func jobsRun(t *testing.T, n *node) {
 			t.Errorf("pod %s of index %s: the process saw %+v", p.Name, ix, term)
 		}
 	}
+}
+
+// podEventsOf is what the controller of the named owner said about its pods (creates and
+// deletes, in order): how a pod count went wrong.
+func podEventsOf(t *testing.T, n *node, owner string) []string {
+	t.Helper()
+	var out []string
+	for _, reason := range []string{"SuccessfulCreate", "SuccessfulDelete", "FailedCreate", "FailedDelete"} {
+		for _, ev := range eventsWithReason(t, n, reason) {
+			if strings.HasPrefix(ev, owner+": ") {
+				out = append(out, reason+" "+ev)
+			}
+		}
+	}
+	return out
 }
 
 func getJob(t *testing.T, n *node, name string) *batchv1.Job {

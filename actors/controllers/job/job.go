@@ -57,6 +57,7 @@ type controller struct {
 	pods       *informer.Informer
 	queue      *controllerkit.Queue
 	exp        *controllerkit.Expectations
+	removals   *finalizerRemovals
 	podCtl     controllerkit.PodControl
 	rec        *events.Recorder
 	now        func() time.Time
@@ -83,6 +84,7 @@ func New(cfg Config) func() actorkit.Actor {
 		pods:       controllerkit.IndexOwners(cfg.Informers.For("", "pods")),
 		queue:      &controllerkit.Queue{},
 		exp:        controllerkit.NewExpectations(),
+		removals:   newFinalizerRemovals(),
 		rec:        events.New(cfg.Client, Name, ""),
 		now:        time.Now,
 		backoff:    cfg.Backoff,
@@ -132,6 +134,7 @@ func (c *controller) owner(p *corev1.Pod) *batchv1.Job {
 }
 
 func (c *controller) podChanged(old, p *corev1.Pod) {
+	c.removals.podSeen(p)
 	j := c.owner(p)
 	if j == nil {
 		if hasTrackingFinalizer(p) {
@@ -145,6 +148,7 @@ func (c *controller) podChanged(old, p *corev1.Pod) {
 }
 
 func (c *controller) podDeleted(p *corev1.Pod) {
+	c.removals.observed(p.UID)
 	if j := c.owner(p); j != nil {
 		key := controllerkit.KeyOf(j)
 		c.exp.DeletionObserved(key, controllerkit.KeyOf(p))

@@ -33,6 +33,7 @@ type jobCtx struct {
 	completed    indexSet
 	release      []*corev1.Pod // finished pods whose finalizer goes once their outcome is stored
 	released     sets.Set[types.UID]
+	removing     sets.Set[types.UID] // pods whose finalizer removal the cache did not show yet
 	needsFlush   bool
 	newSucceeded int
 	newFailed    int
@@ -56,12 +57,14 @@ func (c *controller) reconcile(ctx context.Context, key string) error {
 	}
 	// Decide on expectations first: the cache read below then includes what they awaited.
 	satisfied := c.exp.Satisfied(key)
+	removing := c.removals.pending()
 	pods, claimErr := c.claimPods(ctx, cached)
 	if finishedCondition(cached) != nil || cached.DeletionTimestamp != nil {
-		_, err := c.removeFinalizers(ctx, pods)
+		_, err := c.removeFinalizers(ctx, tracked(pods, removing))
 		return errors.Join(claimErr, err)
 	}
 	jc := newJobCtx(cached, key, pods, c.now())
+	jc.removing = removing
 	c.account(jc)
 	return errors.Join(claimErr, c.syncJob(ctx, jc, satisfied))
 }
@@ -180,7 +183,7 @@ func (jc *jobCtx) terminalReached() bool {
 	}
 	for _, p := range jc.pods {
 		terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-		if !terminal || hasTrackingFinalizer(p) && !jc.released.Has(p.UID) {
+		if !terminal || isTracked(p, jc.removing) && !jc.released.Has(p.UID) {
 			return false
 		}
 	}

@@ -73,7 +73,7 @@ func podOutcome(job *batchv1.Job, p *corev1.Pod) outcome {
 // account records the outcome of every tracked pod that finished since the last sync.
 func (c *controller) account(jc *jobCtx) {
 	for _, p := range jc.pods {
-		if !hasTrackingFinalizer(p) {
+		if !isTracked(p, jc.removing) {
 			continue
 		}
 		if jc.uncounted.has(p.UID) {
@@ -153,7 +153,7 @@ func (c *controller) track(ctx context.Context, jc *jobCtx) error {
 	jc.released = released
 	present := sets.New[types.UID]()
 	for _, p := range jc.pods {
-		if hasTrackingFinalizer(p) && !released.Has(p.UID) {
+		if isTracked(p, jc.removing) && !released.Has(p.UID) {
 			present.Insert(p.UID)
 		}
 	}
@@ -173,6 +173,22 @@ func (c *controller) track(ctx context.Context, jc *jobCtx) error {
 	return err
 }
 
+// isTracked: p still carries the tracking finalizer, as far as removing (the removals the
+// cache did not show yet) tells.
+func isTracked(p *corev1.Pod, removing sets.Set[types.UID]) bool {
+	return hasTrackingFinalizer(p) && !removing.Has(p.UID)
+}
+
+func tracked(pods []*corev1.Pod, removing sets.Set[types.UID]) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if isTracked(p, removing) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // removeFinalizers removes the tracking finalizer from pods (in parallel) and returns the UIDs
 // it is gone from.
 func (c *controller) removeFinalizers(ctx context.Context, pods []*corev1.Pod) (sets.Set[types.UID], error) {
@@ -184,14 +200,17 @@ func (c *controller) removeFinalizers(ctx context.Context, pods []*corev1.Pod) (
 		if !hasTrackingFinalizer(p) {
 			continue
 		}
+		c.removals.expect(p.UID)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = c.removeFinalizer(ctx, p); errs[i] == nil {
-				mu.Lock()
-				done.Insert(p.UID)
-				mu.Unlock()
+			if errs[i] = c.removeFinalizer(ctx, p); errs[i] != nil {
+				c.removals.observed(p.UID)
+				return
 			}
+			mu.Lock()
+			done.Insert(p.UID)
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
