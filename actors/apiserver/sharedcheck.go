@@ -11,9 +11,10 @@ import (
 )
 
 // sharedCheck keeps a pristine copy of each shared decode the server's reads and writes took
-// (readEntry), to catch code that changed one: the same object is what every watcher of its
-// revision encodes, and what the next update starts from. Each reuse compares it, as does
-// Server.SharedMutations. For tests (Options.CheckSharedMutations): it keeps every object it
+// (readEntry) and handed to the process's informers (DecodeShared), to catch code that
+// changed one: the same object is what every watcher of its revision encodes, what the next
+// update starts from, and what lies below each informer's cached top level. Each reuse
+// compares it, as does Server.SharedMutations. For tests (Options.CheckSharedMutations): it keeps every object it
 // saw, and deep copies each once.
 type sharedCheck struct {
 	mu       sync.Mutex

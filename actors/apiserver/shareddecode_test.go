@@ -95,16 +95,20 @@ func TestInformerSharesTheWatchCacheDecode(t *testing.T) {
 	}
 }
 
-// The cache mutation check covers the shared decode: a change to it by any reader (here, the
-// metadata the cache's own top level does not share) is reported.
-func TestMutationCheckCoversTheSharedDecode(t *testing.T) {
+// The server's check covers the decodes it shares with the informers: a change by any reader
+// (here, to the metadata the cache's own top level does not share) is reported there, while
+// the informers' own check covers only their copies.
+func TestSharedMutationsCoverTheInformersDecodes(t *testing.T) {
 	s, hs, l := newTestServer(t, statelog.Config{})
 	f, pods := sharingPods(t, s, l)
 	created := call(t, "POST", hs.URL+podsPath+"?fieldManager=test", podBody("p", "1"), 201)
 	cachedAt(t, pods, "p", rvOf(created))
 	key := schemas.StorageKey(pods.Informer().Kind(), "default", "p")
 	sharedDecodeOf(t, s, l, pods.Informer().Kind(), "p").(*corev1.Pod).ResourceVersion = "1" // what no reader may do
-	err := f.Mutations()
+	if err := f.Mutations(); err != nil {
+		t.Fatalf("the informer's cached copy was not changed, yet: %v", err)
+	}
+	err := s.SharedMutations()
 	if err == nil || !strings.Contains(err.Error(), "shared decode of "+key) {
 		t.Fatalf("a changed shared object reported as %v", err)
 	}

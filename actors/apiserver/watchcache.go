@@ -82,6 +82,10 @@ func (s *Server) DecodeShared(k *schemas.Kind, value []byte, rev uint64) (runtim
 	if err != nil {
 		return nil, err
 	}
+	if s.shared != nil {
+		m := mustMeta(e.obj)
+		s.shared.saw(schemas.StorageKey(k, m.GetNamespace(), m.GetName()), rev, e.obj)
+	}
 	return e.obj, nil
 }
 

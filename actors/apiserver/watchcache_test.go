@@ -32,7 +32,7 @@ func newTestServer(t *testing.T, cfg statelog.Config) (*Server, *httptest.Server
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	s, err := New(Options{Log: l})
+	s, err := New(Options{Log: l, CheckSharedMutations: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -239,7 +239,7 @@ func (i *Informer) endSnapshot(seen map[string]bool, rev uint64) {
 				gone = append(gone, obj)
 				delete(i.objects, key)
 				i.indexes.update(key, obj, nil)
-				i.checkReplace(key, obj, nil, nil)
+				i.checkReplace(key, obj, nil)
 			}
 		}
 	}
@@ -258,20 +258,20 @@ func (i *Informer) endSnapshot(seen map[string]bool, rev uint64) {
 	}
 }
 
-// decode is the object the cache keeps of a value stored at rev, and the shared object it was
-// made from (nil when decoded here alone).
-func (i *Informer) decode(value []byte, rev uint64) (obj, shared runtime.Object, err error) {
+// decode is the object the cache keeps of a value stored at rev.
+func (i *Informer) decode(value []byte, rev uint64) (runtime.Object, error) {
 	if d := i.shared.get(); d != nil {
-		if shared, err = d.DecodeShared(i.kind, value, rev); err != nil {
-			return nil, nil, fmt.Errorf("informer %s: %w", i.kind.Resource, err)
+		shared, err := d.DecodeShared(i.kind, value, rev)
+		if err != nil {
+			return nil, fmt.Errorf("informer %s: %w", i.kind.Resource, err)
 		}
 		// The top level is the cache's own, so no reader of the cache sees or changes the
 		// shared object's metadata; managedFields stay out, as below.
-		return i.trim(withoutManagedFields(shared)), shared, nil
+		return i.trim(withoutManagedFields(shared)), nil
 	}
-	obj = i.kind.New()
+	obj := i.kind.New()
 	if err := json.Unmarshal(value, obj); err != nil {
-		return nil, nil, fmt.Errorf("informer %s: %w", i.kind.Resource, err)
+		return nil, fmt.Errorf("informer %s: %w", i.kind.Resource, err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(i.kind.GVK)
 	if m, err := meta.Accessor(obj); err == nil {
@@ -281,7 +281,7 @@ func (i *Informer) decode(value []byte, rev uint64) (obj, shared runtime.Object,
 		// TransformStripManagedFields has it; they were a third of a cached Service or slice.
 		m.SetManagedFields(nil)
 	}
-	return i.trim(obj), nil, nil
+	return i.trim(obj), nil
 }
 
 // trim is what the cache keeps of obj (see Factory.Keep).
@@ -293,7 +293,7 @@ func (i *Informer) trim(obj runtime.Object) runtime.Object {
 }
 
 func (i *Informer) apply(ev statelog.Event) {
-	obj, shared, err := i.decode(ev.Value, ev.Rev)
+	obj, err := i.decode(ev.Value, ev.Rev)
 	if err != nil {
 		return
 	}
@@ -305,11 +305,11 @@ func (i *Informer) apply(ev statelog.Event) {
 		delete(i.objects, ev.Key)
 		delete(i.traces, ev.Key)
 		i.indexes.update(ev.Key, old, nil)
-		i.checkReplace(ev.Key, old, nil, nil)
+		i.checkReplace(ev.Key, old, nil)
 	} else {
 		i.objects[ev.Key] = obj
 		i.indexes.update(ev.Key, old, obj)
-		i.checkReplace(ev.Key, old, obj, shared)
+		i.checkReplace(ev.Key, old, obj)
 		if ev.Header.Get("traceparent") != "" {
 			i.traces[ev.Key] = ev.Header
 		} else {

@@ -11,66 +11,48 @@ import (
 
 // mutationCheck keeps a deep copy of each object as it was cached, to catch a reader that
 // changed a shared one (as client-go's cache mutation detector does): cached objects are
-// shared with every component of the process, so such a change would reach the others. An
-// object taken from a SharedDecoder is checked too, whole (its managedFields and metadata,
-// which the cache's own top level does not share): the apiserver's watchers and update path
-// read it. Guarded by the informer's mu.
+// shared with every component of the process, so such a change would reach the others. What
+// lies below a cached top level taken from a SharedDecoder is the decoder's, which checks the
+// whole object (apiserver's Options.CheckSharedMutations). Guarded by the informer's mu.
 type mutationCheck struct {
-	pristine map[string]pristine // by storage key
-	found    []error             // changes seen when a changed object left the cache
-}
-
-// pristine is what was cached under a key, and the shared object it was made from (if any),
-// as they were.
-type pristine struct {
-	cached           runtime.Object
-	shared, sharedAs runtime.Object // the shared object itself, and a copy of it then
+	pristine map[string]runtime.Object // by storage key
+	found    []error                   // changes seen when a changed object left the cache
 }
 
 func newMutationCheck() *mutationCheck {
-	return &mutationCheck{pristine: map[string]pristine{}}
+	return &mutationCheck{pristine: map[string]runtime.Object{}}
 }
 
-// replace records that key's cached object old (nil: none) is now obj (nil: gone), made from
-// shared (nil: decoded alone), checking old first.
-func (c *mutationCheck) replace(resource, key string, old, obj, shared runtime.Object) {
+// replace records that key's cached object old (nil: none) is now obj (nil: gone), checking
+// old first.
+func (c *mutationCheck) replace(resource, key string, old, obj runtime.Object) {
 	if old != nil {
-		c.found = append(c.found, c.compare(resource, key, old)...)
+		if err := c.compare(resource, key, old); err != nil {
+			c.found = append(c.found, err)
+		}
 	}
 	if obj == nil {
 		delete(c.pristine, key)
 		return
 	}
-	p := pristine{cached: obj.DeepCopyObject()}
-	if shared != nil {
-		p.shared, p.sharedAs = shared, shared.DeepCopyObject()
-	}
-	c.pristine[key] = p
+	c.pristine[key] = obj.DeepCopyObject()
 }
 
 // checkReplace is replace when the informer checks for mutations; i.mu is held.
-func (i *Informer) checkReplace(key string, old, obj, shared runtime.Object) {
+func (i *Informer) checkReplace(key string, old, obj runtime.Object) {
 	if i.check != nil {
-		i.check.replace(i.kind.Resource, key, old, obj, shared)
+		i.check.replace(i.kind.Resource, key, old, obj)
 	}
 }
 
-// compare reports how obj, and the shared object it was made from, are no longer what was
-// cached under key. Semantic equality: reading a Quantity fills its string cache, which is no
-// change.
-func (c *mutationCheck) compare(resource, key string, obj runtime.Object) []error {
+// compare reports how obj is no longer what was cached under key. Semantic equality: reading
+// a Quantity fills its string cache, which is no change.
+func (c *mutationCheck) compare(resource, key string, obj runtime.Object) error {
 	p, ok := c.pristine[key]
-	if !ok {
+	if !ok || equality.Semantic.DeepEqual(p, obj) {
 		return nil
 	}
-	var errs []error
-	if !equality.Semantic.DeepEqual(p.cached, obj) {
-		errs = append(errs, fmt.Errorf("informer %s: cached object %s was modified by a reader (DeepCopy before changing a cached object):\n%s", resource, key, diff.Diff(p.cached, obj)))
-	}
-	if p.shared != nil && !equality.Semantic.DeepEqual(p.sharedAs, p.shared) {
-		errs = append(errs, fmt.Errorf("informer %s: the shared decode of %s (the apiserver's, its watchers' and the cache's) was modified by a reader:\n%s", resource, key, diff.Diff(p.sharedAs, p.shared)))
-	}
-	return errs
+	return fmt.Errorf("informer %s: cached object %s was modified by a reader (DeepCopy before changing a cached object):\n%s", resource, key, diff.Diff(p, obj))
 }
 
 // CheckMutations makes the factory's informers keep a copy of every object they cache, so
@@ -112,7 +94,9 @@ func (i *Informer) mutations() []error {
 	defer i.mu.RUnlock()
 	errs := append([]error(nil), i.check.found...)
 	for key, obj := range i.objects {
-		errs = append(errs, i.check.compare(i.kind.Resource, key, obj)...)
+		if err := i.check.compare(i.kind.Resource, key, obj); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errs
 }
