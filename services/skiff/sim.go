@@ -19,6 +19,13 @@ import (
 	"github.com/skiff-sh/skiff/actors/simnode"
 )
 
+// simGCPercent is `skiff sim nodes`'s GOGC unless the environment sets one. Its live heap is
+// the pod and node caches, and its garbage the objects it decodes, a few per pod: the GC's
+// work is the bytes allocated over GOGC, a quarter of the process's CPU at Go's default (100)
+// in the system benchmark. A scale-test tool spends memory, which the runtime gives back
+// between runs, rather than the cores the control plane under test needs.
+const simGCPercent = 300
+
 // newSim is the scale-test mode (like kwok): simulated nodes that register, renew leases and
 // report bound pods Running without containers. It is never how real pods run.
 func newSim(g *globals) *cobra.Command {
@@ -37,6 +44,7 @@ func newSim(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defaultGCPercent(simGCPercent)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if pprofListen != "" {
