@@ -48,7 +48,7 @@ func newSim(g *globals) *cobra.Command {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if pprofListen != "" {
-				if err := servePprof(ctx, pprofListen); err != nil {
+				if _, err := servePprof(ctx, pprofListen); err != nil {
 					return err
 				}
 			}
@@ -81,11 +81,11 @@ func newSim(g *globals) *cobra.Command {
 
 // servePprof serves net/http/pprof on addr until ctx ends: the simulated nodes have no API of
 // their own to put it behind (skiff up's is behind the API's authentication), so it is off
-// unless asked for, for a profiling run on a loopback address.
-func servePprof(ctx context.Context, addr string) error {
+// unless asked for, for a profiling run on a loopback address. It returns the address served.
+func servePprof(ctx context.Context, addr string) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("--pprof-listen: %w", err)
+		return nil, fmt.Errorf("--pprof-listen: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -99,5 +99,5 @@ func servePprof(ctx context.Context, addr string) error {
 		_ = srv.Close()
 	}()
 	go func() { _ = srv.Serve(ln) }()
-	return nil
+	return ln.Addr(), nil
 }
