@@ -34,7 +34,7 @@ func main() {
 	flag.IntVar(&system.Nodes, "system-nodes", 5000, "system suite: simulated nodes")
 	flag.IntVar(&system.Pods, "system-pods", 10000, "system suite: replicas of the Deployment as applied")
 	flag.IntVar(&system.ScaleTo, "system-scale-to", 0, "system suite: replicas it is then scaled to (default 3 × -system-pods; -1: no second phase)")
-	flag.StringVar(&system.ProfileDir, "system-profile-dir", "", "system suite: keep the CPU profiles of skiff up, and its heap profile at the end of each phase, here")
+	flag.StringVar(&system.ProfileDir, "system-profile-dir", "", "system suite: keep the CPU profiles of skiff up, the simulated nodes and the bench, and skiff up's heap profile at the end of each phase, here")
 	var dnsOpts dnsbench.Options
 	flag.Func("dns-sizes", "dns suite: comma-separated Service counts (default 1000,10000)", func(v string) error {
 		for _, f := range strings.Split(v, ",") {

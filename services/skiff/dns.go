@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -27,12 +26,8 @@ import (
 // benchmark shows CoreDNS at both.
 const dnsGCPercent = 50
 
-// dnsGC applies dnsGCPercent unless GOGC is set (the runtime has then applied it already).
-func dnsGC() {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(dnsGCPercent)
-	}
-}
+// dnsGC applies dnsGCPercent unless GOGC is set.
+func dnsGC() { defaultGCPercent(dnsGCPercent) }
 
 // newDNS runs the cluster DNS server without the rest of a node: joined to the control plane
 // through NATS with its own informers, for hosts outside the pod network, and so its memory

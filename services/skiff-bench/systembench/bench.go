@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,8 +31,9 @@ type Options struct {
 	ScaleTo int // replicas it is then scaled to; default 3*Pods; <= Pods: no second phase
 	// Timeout bounds each wait (skiff up ready, nodes Ready, each phase); default 15 min.
 	Timeout time.Duration
-	// ProfileDir keeps the CPU profile chunks and a heap profile at the end of each phase; by
-	// default they go with the temp dir.
+	// ProfileDir keeps the CPU profiles (skiff up's chunks, the simulated nodes' chunks, the
+	// bench's own) and skiff up's heap profile at the end of each phase; by default they go
+	// with the temp dir.
 	ProfileDir string
 	// Progress gets a line per step and every 10 s of a wait; default stderr.
 	Progress io.Writer
@@ -96,7 +98,8 @@ type run struct {
 	cs             kubernetes.Interface
 	w              *watchers
 	stopWatch      context.CancelFunc
-	prof           *cpuProfiler
+	prof, simProf  *cpuProfiler // skiff up's, the simulated nodes'
+	selfProf       *selfProfiler
 	natsPort       int
 	nodesReadyIn   time.Duration
 }
@@ -155,8 +158,10 @@ func Run(w io.Writer, o Options) error {
 	if err := r.writeTable(w, phases); err != nil {
 		return err
 	}
-	if err := r.prof.writeTop(w, 15, o.ProfileDir); err != nil {
-		return fmt.Errorf("CPU profile: %w", err)
+	for _, p := range []*profiles{&r.prof.profiles, &r.simProf.profiles, &r.selfProf.profiles} {
+		if err := p.writeTop(w, 15, o.ProfileDir); err != nil {
+			return fmt.Errorf("CPU profile: %w", err)
+		}
 	}
 	return nil
 }
@@ -192,19 +197,27 @@ func (r *run) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.prof = &cpuProfiler{client: httpClient, url: cfg.Host, dir: r.dir}
+	r.prof = &cpuProfiler{client: httpClient, url: cfg.Host, dir: r.dir, prefix: "cpu", profiles: profiles{title: "skiff up"}}
+	r.selfProf = &selfProfiler{dir: r.dir, profiles: profiles{title: "the bench (its client-go watches)"}}
 	// The watches start before the nodes exist, so every node's first Ready is seen.
 	watchCtx, cancel := context.WithCancel(ctx)
 	r.stopWatch = cancel
 	if r.w, err = startWatchers(watchCtx, r.cs, namespace, selector); err != nil {
 		return err
 	}
-	began = time.Now()
-	r.sim, err = startProc(r.dir, "skiff-sim", r.skiff, "sim", "nodes", "--count", strconv.Itoa(r.o.Nodes),
-		"--nats-url", fmt.Sprintf("nats://127.0.0.1:%d", r.natsPort), "--data-dir", r.data)
+	simPprof, err := benchutil.FreePort()
 	if err != nil {
 		return err
 	}
+	began = time.Now()
+	r.sim, err = startProc(r.dir, "skiff-sim", r.skiff, "sim", "nodes", "--count", strconv.Itoa(r.o.Nodes),
+		"--nats-url", fmt.Sprintf("nats://127.0.0.1:%d", r.natsPort), "--data-dir", r.data,
+		"--pprof-listen", fmt.Sprintf("127.0.0.1:%d", simPprof))
+	if err != nil {
+		return err
+	}
+	r.simProf = &cpuProfiler{client: &http.Client{}, url: fmt.Sprintf("http://127.0.0.1:%d", simPprof), dir: r.dir,
+		prefix: "sim-cpu", profiles: profiles{title: "skiff sim nodes"}}
 	err = r.wait(ctx, "nodes Ready", func() (bool, string) {
 		ready, _ := r.w.nodes.counts()
 		return ready >= r.o.Nodes, fmt.Sprintf("%d of %d nodes Ready", ready, r.o.Nodes)
@@ -264,8 +277,9 @@ func (r *run) measure(ctx context.Context, n, target int, tag string, kubectl ..
 	}
 	before, _ := r.w.pods.progress()
 	r.w.pods.begin(n, target)
-	stopProfile := r.prof.window(ctx, tag)
-	defer stopProfile()
+	for _, stop := range []func(){r.prof.window(ctx, tag), r.simProf.window(ctx, tag), r.selfProf.window(tag)} {
+		defer stop()
+	}
 	began := time.Now()
 	out, err := runKubectl(ctx, r.kubectl, r.kubeconfig, filepath.Join(r.dir, "kubectl-cache"), kubectl...)
 	if err != nil {

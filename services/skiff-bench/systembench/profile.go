@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 )
@@ -17,16 +18,33 @@ import (
 // (merged by pprof), overshooting its end by less than one chunk.
 const profileChunk = "1"
 
-// cpuProfiler fetches CPU profiles of the skiff up process from /debug/pprof/profile on its
-// API while a measured window is open.
+// cpuProfiler fetches CPU profiles of a process from its /debug/pprof/profile (skiff up's on
+// its API, the simulated nodes' on --pprof-listen) while a measured window is open.
 type cpuProfiler struct {
 	client *http.Client
 	url    string
 	dir    string
+	prefix string // of the chunks' file names: <prefix>-<tag>-<n>.pb.gz
+	profiles
+}
+
+// profiles are one process's CPU profile files, merged when printed.
+type profiles struct {
+	title string // whose, e.g. "skiff up"
 
 	mu    sync.Mutex
 	files []string
 	err   error
+}
+
+func (p *profiles) add(path string, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.err = err
+		return
+	}
+	p.files = append(p.files, path)
 }
 
 // window profiles until the returned function is called; that function waits for the last
@@ -38,16 +56,12 @@ func (p *cpuProfiler) window(ctx context.Context, tag string) (stop func()) {
 		defer close(done)
 		for i := 0; ctx.Err() == nil; i++ {
 			// The chunk itself runs to its end even when the window closes meanwhile.
-			path := filepath.Join(p.dir, fmt.Sprintf("cpu-%s-%03d.pb.gz", tag, i))
-			if err := p.fetch(context.WithoutCancel(ctx), path); err != nil {
-				p.mu.Lock()
-				p.err = err
-				p.mu.Unlock()
+			path := filepath.Join(p.dir, fmt.Sprintf("%s-%s-%03d.pb.gz", p.prefix, tag, i))
+			err := p.fetch(context.WithoutCancel(ctx), path)
+			p.add(path, err)
+			if err != nil {
 				return
 			}
-			p.mu.Lock()
-			p.files = append(p.files, path)
-			p.mu.Unlock()
 		}
 	}()
 	return func() {
@@ -81,9 +95,9 @@ func (p *cpuProfiler) fetch(ctx context.Context, path string) error {
 	return f.Close()
 }
 
-// writeTop prints `go tool pprof -top` of every chunk merged, sorted by cumulative and by flat
-// time, and keeps the chunks in keep (if set).
-func (p *cpuProfiler) writeTop(w io.Writer, nodes int, keep string) error {
+// writeTop prints `go tool pprof -top` of every file merged, sorted by cumulative and by flat
+// time, and keeps the files in keep (if set).
+func (p *profiles) writeTop(w io.Writer, nodes int, keep string) error {
 	p.mu.Lock()
 	files, err := p.files, p.err
 	p.mu.Unlock()
@@ -91,7 +105,7 @@ func (p *cpuProfiler) writeTop(w io.Writer, nodes int, keep string) error {
 		return err
 	}
 	if len(files) == 0 {
-		return fmt.Errorf("no CPU profile was taken")
+		return fmt.Errorf("no CPU profile of %s was taken", p.title)
 	}
 	if keep != "" {
 		if err := keepFiles(files, keep); err != nil {
@@ -104,7 +118,7 @@ func (p *cpuProfiler) writeTop(w io.Writer, nodes int, keep string) error {
 		if err != nil {
 			return fmt.Errorf("go tool pprof: %w\n%s", err, out)
 		}
-		fmt.Fprintf(w, "\nCPU profile of skiff up over the measured windows, top %d by %s:\n%s", nodes, sort[1:], dropHeader(out))
+		fmt.Fprintf(w, "\nCPU profile of %s over the measured windows, top %d by %s:\n%s", p.title, nodes, sort[1:], dropHeader(out))
 	}
 	return nil
 }
@@ -134,4 +148,29 @@ func keepFiles(files []string, dir string) error {
 		}
 	}
 	return nil
+}
+
+// selfProfiler profiles the bench's own process (its client-go watches) with runtime/pprof,
+// one file per measured window.
+type selfProfiler struct {
+	dir string
+	profiles
+}
+
+func (p *selfProfiler) window(tag string) (stop func()) {
+	path := filepath.Join(p.dir, fmt.Sprintf("bench-cpu-%s.pb.gz", tag))
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		p.add(path, fmt.Errorf("CPU profile of the bench: %w", err))
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		p.add(path, f.Close())
+	}
 }

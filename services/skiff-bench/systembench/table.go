@@ -66,6 +66,10 @@ func (r *run) writeTable(w io.Writer, phases []*phase) error {
 	row("all three processes' CPU per pod Running, ms", func(p *phase) any {
 		return fmt.Sprintf("%.2f", (p.cpu[0]+p.cpu[1]+p.cpu[2]).Seconds()*1000/float64(p.pods))
 	})
+	row("CPU per pod Running, ms: server / sim / bench", func(p *phase) any {
+		ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(p.pods) }
+		return fmt.Sprintf("%.2f / %.2f / %.2f", ms(p.cpu[0]), ms(p.cpu[1]), ms(p.cpu[2]))
+	})
 	row("nodes that went NotReady (since registration)", func(p *phase) any { return p.notReady })
 	if err := t.Flush(); err != nil {
 		return err
