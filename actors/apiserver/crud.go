@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/schemas/logvalue"
 )
 
 // maxConflictRetries bounds the read-modify-write loop of writes that carry no resourceVersion.
@@ -303,15 +303,11 @@ func (s *Server) checkNamespaceOpen(ctx context.Context, ns string) error {
 		return apierrors.NewInternalError(err)
 	}
 	// Only the deletion mark matters here: no need to decode the whole Namespace per create.
-	var stored struct {
-		Metadata struct {
-			DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(e.Value, &stored); err != nil {
+	stored, err := logvalue.Meta(e.Value)
+	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("stored namespace %s is corrupt: %w", ns, err))
 	}
-	if stored.Metadata.DeletionTimestamp != nil {
+	if stored.DeletionTimestamp != nil {
 		return apierrors.NewForbidden(groupResource(nsKind), ns, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
 	}
 	return nil

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -14,43 +13,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/schemas/logvalue"
 )
 
-// The resourceVersion of a stored object is its log revision, so it is never stored in the value.
-// An object of a version stored as another is converted to that one first.
-func encodeForStorage(obj runtime.Object) ([]byte, error) {
-	if k, ok := schemas.ByGVK(obj.GetObjectKind().GroupVersionKind()); ok && k.StoredAs != nil {
-		stored, err := k.StoredAs.ToStored(obj)
-		if err != nil {
-			return nil, err
-		}
-		obj = stored
-	}
-	m := mustMeta(obj)
-	rv := m.GetResourceVersion()
-	m.SetResourceVersion("")
-	defer m.SetResourceVersion(rv)
-	return json.Marshal(obj)
-}
+// encodeForStorage and decodeStored are the log's codec (package logvalue): protobuf for
+// built-in kinds, JSON for custom ones; the resourceVersion is the revision, never stored.
+func encodeForStorage(obj runtime.Object) ([]byte, error) { return logvalue.Encode(obj) }
 
 // decodeStored turns a log value back into a typed object of kind k stamped with its revision,
 // converted from the version it is stored as.
 func decodeStored(k *schemas.Kind, value []byte, rev uint64) (runtime.Object, error) {
-	stored := schemas.Stored(k)
-	obj := stored.New()
-	if err := json.Unmarshal(value, obj); err != nil {
-		return nil, fmt.Errorf("stored %s is corrupt: %w", k.Resource, err)
-	}
-	setTypeMeta(obj, stored)
-	if k.StoredAs != nil {
-		var err error
-		if obj, err = k.StoredAs.FromStored(obj); err != nil {
-			return nil, fmt.Errorf("stored %s does not convert to %s: %w", k.Resource, k.GVK.GroupVersion(), err)
-		}
-		setTypeMeta(obj, k)
-	}
-	mustMeta(obj).SetResourceVersion(formatRev(rev))
-	return obj, nil
+	return logvalue.Decode(k, value, rev)
 }
 
 func setTypeMeta(obj runtime.Object, k *schemas.Kind) {

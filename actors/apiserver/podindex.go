@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sort"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/schemas/logvalue"
 )
 
 // podIndex files every pod's stored value under its spec.nodeName, so that a list with
@@ -86,11 +86,17 @@ func (x *podIndex) reset() {
 	x.nodeOf, x.byNode = map[string]string{}, map[string]map[string]statelog.Entry{}
 }
 
-// storedNodeName is the only field the index needs of a stored pod.
-type storedNodeName struct {
-	Spec struct {
-		NodeName string `json:"nodeName"`
-	} `json:"spec"`
+// put indexes a written pod by its node, the only field the index needs of it.
+func (x *podIndex) put(ev statelog.Event) {
+	n, err := logvalue.PodNodeName(ev.Value)
+	if err != nil {
+		return
+	}
+	x.nodeOf[ev.Key] = n
+	if x.byNode[n] == nil {
+		x.byNode[n] = map[string]statelog.Entry{}
+	}
+	x.byNode[n][ev.Key] = statelog.Entry{Key: ev.Key, Value: ev.Value, Rev: ev.Rev}
 }
 
 func (x *podIndex) apply(ev statelog.Event, prefix string, snapshot bool) {
@@ -104,14 +110,8 @@ func (x *podIndex) apply(ev statelog.Event, prefix string, snapshot bool) {
 			}
 			delete(x.nodeOf, ev.Key)
 		}
-		var p storedNodeName
-		if ev.Type == statelog.EventPut && json.Unmarshal(ev.Value, &p) == nil {
-			n := p.Spec.NodeName
-			x.nodeOf[ev.Key] = n
-			if x.byNode[n] == nil {
-				x.byNode[n] = map[string]statelog.Entry{}
-			}
-			x.byNode[n][ev.Key] = statelog.Entry{Key: ev.Key, Value: ev.Value, Rev: ev.Rev}
+		if ev.Type == statelog.EventPut {
+			x.put(ev)
 		}
 	}
 	// A snapshot's events carry their keys' revisions, not the snapshot's: only its closing

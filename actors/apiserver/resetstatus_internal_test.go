@@ -47,8 +47,20 @@ func TestResetStatusInPlaceStoresWhatTheMapRoundTripDid(t *testing.T) {
 		if !bytes.Equal(inPlace, byMap) {
 			t.Errorf("%s: reset in place stores\n%s\nthe map round trip stored\n%s", tc.resource, inPlace, byMap)
 		}
-		if bytes.Contains(inPlace, []byte("10.0.0.5")) || bytes.Contains(inPlace, []byte(`"replicas":7`)) || bytes.Contains(inPlace, []byte("1.2.3.4")) {
-			t.Errorf("%s: the client's status was kept: %s", tc.resource, inPlace)
+		// What is stored (protobuf) read back and served as JSON: no status of the client's.
+		obj, err := decodeStored(k, inPlace, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(served, []byte("10.0.0.5")) || bytes.Contains(served, []byte(`"replicas":7`)) || bytes.Contains(served, []byte("1.2.3.4")) {
+			t.Errorf("%s: the client's status was kept: %s", tc.resource, served)
+		}
+		if !bytes.Contains(served, []byte(`"name":"c"`)) && !bytes.Contains(served, []byte(`"port":80`)) {
+			t.Errorf("%s: the spec was not stored: %s", tc.resource, served)
 		}
 	}
 }

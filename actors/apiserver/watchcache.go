@@ -60,8 +60,9 @@ func newSharedEvents(limit int) *sharedEvents {
 	return &sharedEvents{entries: map[eventKey]*sharedEvent{}, limit: limit}
 }
 
-// sharedCost approximates an entry's memory: a decoded object takes about six times its
-// stored JSON, its encoding about one more.
+// sharedCost bounds an entry's memory from above: a running pod's protobuf value of 2.3 KB
+// decodes to about 7.3 KB and encodes to 3.9 KB of JSON, five times its value; a kind stored as
+// JSON (custom resources) takes less for its size.
 func sharedCost(size int) int { return 8*size + 512 }
 
 // object is the stored value at rev, decoded once for every watcher.

@@ -5,7 +5,6 @@ package informer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/schemas/logvalue"
 )
 
 // Handler is told about changes. Calls for one informer are serial, in log order.
@@ -269,13 +269,11 @@ func (i *Informer) decode(value []byte, rev uint64) (runtime.Object, error) {
 		// shared object's metadata; managedFields stay out, as below.
 		return i.trim(withoutManagedFields(shared)), nil
 	}
-	obj := i.kind.New()
-	if err := json.Unmarshal(value, obj); err != nil {
+	obj, err := logvalue.Decode(i.kind, value, rev)
+	if err != nil {
 		return nil, fmt.Errorf("informer %s: %w", i.kind.Resource, err)
 	}
-	obj.GetObjectKind().SetGroupVersionKind(i.kind.GVK)
 	if m, err := meta.Accessor(obj); err == nil {
-		m.SetResourceVersion(fmt.Sprint(rev))
 		// No reader of a cache needs them (controllers write back without them, which the
 		// apiserver takes as unchanged, as kube-apiserver does), as client-go's
 		// TransformStripManagedFields has it; they were a third of a cached Service or slice.

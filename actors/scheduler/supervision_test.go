@@ -2,8 +2,8 @@ package scheduler_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +15,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/scheduler"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/schemas/logvalue"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
@@ -41,12 +42,8 @@ func watchBindings(t *testing.T, cp *controlplane.ControlPlane) *bindings {
 			if ev.Type != statelog.EventPut {
 				continue
 			}
-			var p struct {
-				Metadata struct{ Name string }     `json:"metadata"`
-				Spec     struct{ NodeName string } `json:"spec"`
-			}
-			if json.Unmarshal(ev.Value, &p) == nil {
-				b.observe(p.Metadata.Name, p.Spec.NodeName)
+			if node, err := logvalue.PodNodeName(ev.Value); err == nil {
+				b.observe(ev.Key[strings.LastIndexByte(ev.Key, '/')+1:], node)
 			}
 		}
 	}()

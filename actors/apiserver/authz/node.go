@@ -2,7 +2,6 @@ package authz
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/schemas/logvalue"
 )
 
 // Node authorizes what node identities read of Secrets, ConfigMaps and
@@ -88,7 +88,7 @@ func (n *Node) referencedInLog(node string, a Attributes, refs func(*corev1.Pod)
 	}
 	for _, e := range es {
 		var p corev1.Pod
-		if json.Unmarshal(e.Value, &p) == nil && p.Spec.NodeName == node && slices.Contains(refs(&p), a.Name) {
+		if logvalue.Unmarshal(e.Value, &p) == nil && p.Spec.NodeName == node && slices.Contains(refs(&p), a.Name) {
 			return true, nil
 		}
 	}

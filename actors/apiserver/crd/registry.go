@@ -2,7 +2,6 @@ package crd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"sort"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/schemas/logvalue"
 )
 
 // retryEvery is how often a CRD being deleted is cleaned up again while objects remain.
@@ -126,7 +126,7 @@ func (r *Registry) apply(ev statelog.Event) {
 		return
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := json.Unmarshal(ev.Value, crd); err != nil {
+	if err := logvalue.Unmarshal(ev.Value, crd); err != nil {
 		r.logger.Error("stored CustomResourceDefinition is corrupt", "name", name, "err", err)
 		return
 	}

@@ -4,10 +4,10 @@ package schedbench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/schemas/logvalue"
 	"github.com/skiff-sh/skiff/services/skiff-bench/benchutil"
 )
 
@@ -62,19 +63,15 @@ func Run(w io.Writer, o Options) error {
 			if ev.Type != statelog.EventPut || ev.PrevRev == 0 {
 				continue
 			}
-			var p struct {
-				Metadata struct{ Name string }     `json:"metadata"`
-				Spec     struct{ NodeName string } `json:"spec"`
-			}
-			var prev struct {
-				Spec struct{ NodeName string } `json:"spec"`
-			}
-			if json.Unmarshal(ev.Value, &p) != nil || json.Unmarshal(ev.PrevValue, &prev) != nil || p.Spec.NodeName == "" || prev.Spec.NodeName != "" {
+			node, err1 := logvalue.PodNodeName(ev.Value)
+			prevNode, err2 := logvalue.PodNodeName(ev.PrevValue)
+			if err1 != nil || err2 != nil || node == "" || prevNode != "" {
 				continue
 			}
 			now := time.Now()
+			name := ev.Key[strings.LastIndexByte(ev.Key, '/')+1:]
 			mu.Lock()
-			start, ok := created[p.Metadata.Name]
+			start, ok := created[name]
 			mu.Unlock()
 			if ok {
 				bound <- now.Sub(start)

@@ -2,7 +2,6 @@ package serviceaccount
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/apiserver/authn"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/schemas/logvalue"
 )
 
 // Groups every account is in, besides system:serviceaccounts:<ns>.
@@ -108,14 +108,12 @@ func (a *Authenticator) live(ctx context.Context, resource, namespace string, re
 	if err != nil {
 		return nil, err
 	}
-	var stored struct {
-		Metadata metav1.ObjectMeta `json:"metadata"`
-	}
-	if err := json.Unmarshal(e.Value, &stored); err != nil {
+	stored, err := logvalue.Meta(e.Value)
+	if err != nil {
 		return nil, err
 	}
-	if string(stored.Metadata.UID) != ref.UID {
+	if string(stored.UID) != ref.UID {
 		return nil, errors.New(k.Singular + " " + namespace + "/" + ref.Name + " named by the token was replaced (another uid)")
 	}
-	return &stored.Metadata, nil
+	return stored, nil
 }
