@@ -56,11 +56,11 @@ func (s *Server) patch(ctx context.Context, k *schemas.Kind, ns, name, sub, cont
 	switch pt {
 	case types.StrategicMergePatchType:
 		if k.Custom != nil { // no Go type to take merge keys from, as in kube-apiserver
-			return nil, false, unsupportedMediaType(contentType)
+			return nil, false, unsupportedMediaType(contentType, patchTypes...)
 		}
 	case types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType:
 	default:
-		return nil, false, unsupportedMediaType(contentType)
+		return nil, false, unsupportedMediaType(contentType, patchTypes...)
 	}
 	if len(body) == 0 {
 		return nil, false, badRequest("the patch body is empty")
@@ -263,9 +263,5 @@ func (s *Server) apply(ctx context.Context, k *schemas.Kind, ns, name, sub strin
 	}
 }
 
-func unsupportedMediaType(ct string) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
-		Message: fmt.Sprintf("the body of the request was in an unknown format %q - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml", ct),
-	}}
-}
+// patchTypes are the body types a patch takes.
+var patchTypes = []string{"application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml"}

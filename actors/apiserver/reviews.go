@@ -47,7 +47,7 @@ func (s *Server) serveReview(w http.ResponseWriter, r *http.Request, info reques
 	case info.verb != "create":
 		writeError(w, apierrors.NewMethodNotSupported(gvr.GroupResource(), info.verb))
 	default:
-		body, err := s.requestBody(w, r)
+		body, err := s.reviewBody(w, r)
 		var out any
 		if err == nil {
 			out, err = answer(s, r.Context(), info.namespace, body)
@@ -180,8 +180,8 @@ func (s *Server) tokenReview(ctx context.Context, _ string, body []byte) (any, e
 	return &rv, nil
 }
 
-// requestBody reads a write's body, turning protobuf into JSON.
-func (s *Server) requestBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// reviewBody reads a review's body, turning protobuf into JSON.
+func (s *Server) reviewBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := s.readBody(w, r)
 	if err == nil && isProtobuf(r.Header.Get("Content-Type")) && len(body) > 0 {
 		body, err = protobufToJSON(body)

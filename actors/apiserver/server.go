@@ -221,9 +221,13 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	var body []byte
+	var native bool
 	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodDelete {
 		var err error
-		if body, err = s.requestBody(w, r); err != nil {
+		if body, err = s.readBody(w, r); err == nil {
+			body, native, err = protobufBody(k, info, r.Header.Get("Content-Type"), body)
+		}
+		if err != nil {
 			writeError(w, err)
 			return
 		}
@@ -233,6 +237,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	wo.protobuf = native
 	wo.userAgent = r.UserAgent()
 	wo.warnings = newWarnings(w)
 	if msg := deprecationWarning(k); msg != "" {
@@ -316,6 +321,7 @@ var errNotServed = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav
 type writeOptions struct {
 	dryRun       bool
 	strict       bool // fieldValidation=Strict: unknown fields are errors
+	protobuf     bool // the body is a whole object in protobuf (which has no unknown fields)
 	warn         bool // fieldValidation=Warn (the default): unknown fields are warnings
 	fieldManager string
 	warnings     *warnings // the response's Warning headers; nil = none sent (internal writes)
