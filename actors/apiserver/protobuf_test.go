@@ -1,18 +1,26 @@
 package apiserver_test
 
 import (
+	"context"
+	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/schemas/schemastest"
+	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
 const protobufType = "application/vnd.kubernetes.protobuf"
@@ -120,5 +128,77 @@ func TestProtobufBodyRefusalsWriteNothing(t *testing.T) {
 	code, out, h := a.send("POST", podsPath+"?fieldValidation=Strict", protobufType, good)
 	if code != 201 || get(out, "metadata", "name") != "p" || len(h.Values("Warning")) > 0 {
 		t.Errorf("strict protobuf create: %d %v, warnings %v", code, out, h.Values("Warning"))
+	}
+}
+
+// contentTypes records the Content-Type of every response a client gets.
+type contentTypes struct {
+	mu   sync.Mutex
+	seen []string
+	next http.RoundTripper
+}
+
+func (c *contentTypes) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err == nil {
+		c.mu.Lock()
+		c.seen = append(c.seen, r.Method+" "+resp.Header.Get("Content-Type"))
+		c.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (c *contentTypes) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.seen
+	c.seen = nil
+	return out
+}
+
+// A typed clientset configured as Kubernetes' components configure theirs (protobuf) creates,
+// reads, updates and sets the status of a pod, every answer in protobuf.
+func TestClientGoProtobufPodLifecycle(t *testing.T) {
+	cp := testutil.StartControlPlane(t, apiOnly)
+	rec := &contentTypes{}
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: cp.URL(), ContentConfig: rest.ContentConfig{ContentType: protobufType},
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pods := cs.CoreV1().Pods("default")
+	created, err := pods.Create(ctx, newPod("pb"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.UID == "" || created.Status.Phase != corev1.PodPending || created.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+		t.Fatalf("created without metadata, Pending or defaults: %+v", created)
+	}
+	got, err := pods.Get(ctx, "pb", metav1.GetOptions{})
+	if err != nil || got.ResourceVersion != created.ResourceVersion {
+		t.Fatalf("get: %v %v", got, err)
+	}
+	got.Labels["tier"] = "web"
+	updated, err := pods.Update(ctx, got, metav1.UpdateOptions{})
+	if err != nil || updated.Labels["tier"] != "web" || updated.ResourceVersion == got.ResourceVersion {
+		t.Fatalf("update: %v %v", updated, err)
+	}
+	updated.Status.Phase = corev1.PodRunning
+	updated.Status.PodIP = "10.1.2.3"
+	updated.Labels["tier"] = "ignored by /status"
+	running, err := pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if err != nil || running.Status.Phase != corev1.PodRunning || running.Status.PodIP != "10.1.2.3" || running.Labels["tier"] != "web" {
+		t.Fatalf("status update: %v %v", running, err)
+	}
+	for _, seen := range rec.take() {
+		if !strings.HasSuffix(seen, " "+protobufType) {
+			t.Errorf("an answer not in protobuf: %s", seen)
+		}
+	}
+	// Errors are still decoded (JSON Status) by the protobuf client.
+	if _, err := pods.Get(ctx, "missing", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get of a missing pod: %v", err)
 	}
 }

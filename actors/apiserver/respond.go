@@ -10,6 +10,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/schemas"
 )
 
 // writeJSON writes v as the response body with the given status code. The encoder marshals
@@ -20,6 +23,25 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	if err := json.NewEncoder(r).Encode(v); err != nil && !r.started {
 		writeError(w, apierrors.NewInternalError(err))
 	}
+}
+
+// writeObject answers with obj in protobuf when the request's Accept prefers it and obj has a
+// protobuf form (as kube-apiserver negotiates), else in JSON.
+func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
+	if prefersProtobuf(r.Header.Get("Accept")) {
+		data, ok, err := schemas.EncodeProtobuf(obj)
+		if err != nil {
+			writeError(w, apierrors.NewInternalError(err))
+			return
+		}
+		if ok {
+			w.Header().Set("Content-Type", schemas.ContentTypeProtobuf)
+			w.WriteHeader(code)
+			_, _ = w.Write(data)
+			return
+		}
+	}
+	writeJSON(w, code, obj)
 }
 
 // jsonResponse sends the JSON header and the status code on the body's first write.

@@ -309,7 +309,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, code, obj)
+	writeObject(w, r, code, obj)
 }
 
 // errNotServed is kube-apiserver's answer for a path it serves nothing at (an unknown group,
