@@ -94,14 +94,18 @@ func (t Direct) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, 
 
 func (Direct) PollsWatches() {}
 
-// withTraceContext puts the caller's W3C trace context in req.Header, where the apiserver
+// withTraceContext adds the caller's W3C trace context to req.Header, where the apiserver
 // continues it from.
 func withTraceContext(ctx context.Context, req apiwire.Request) apiwire.Request {
 	carrier := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, carrier)
-	if len(carrier) > 0 {
-		req.Header = carrier
+	if len(carrier) == 0 {
+		return req
 	}
+	for k, v := range req.Header {
+		carrier[k] = v
+	}
+	req.Header = carrier
 	return req
 }
 
@@ -133,6 +137,9 @@ func (t HTTP) newRequest(ctx context.Context, req apiwire.Request) (*http.Reques
 	}
 	if req.ContentType != "" {
 		r.Header.Set("Content-Type", req.ContentType)
+	}
+	for k, v := range req.Header {
+		r.Header.Set(k, v)
 	}
 	if t.Token != "" {
 		r.Header.Set("Authorization", "Bearer "+t.Token)
@@ -207,8 +214,13 @@ const maxThrottledRetries = 10
 // caller's budget is spent; nothing was done) is retried after the wait it names, as client-go
 // does.
 func (c *Client) Raw(ctx context.Context, method, path, contentType string, body []byte) ([]byte, error) {
+	return c.Do(ctx, apiwire.Request{Method: method, Path: path, ContentType: contentType, Body: body})
+}
+
+// Do is Raw for a request with headers of its own.
+func (c *Client) Do(ctx context.Context, req apiwire.Request) ([]byte, error) {
 	for attempt := 0; ; attempt++ {
-		resp, err := c.T.Do(ctx, apiwire.Request{Method: method, Path: path, ContentType: contentType, Body: body})
+		resp, err := c.T.Do(ctx, req)
 		if err != nil {
 			return nil, err
 		}
@@ -236,10 +248,32 @@ func decodeError(code int, body []byte) error {
 	return apierrors.NewGenericServerResponse(code, "", schema.GroupResource{}, "", strings.TrimSpace(string(body)), 0, false)
 }
 
+// object performs a request answered with one object of kind k, asked for in protobuf where k
+// has it (the server answers JSON otherwise, and errors always).
 func (c *Client) object(ctx context.Context, k *schemas.Kind, method, path, contentType string, body []byte) (runtime.Object, error) {
-	out, err := c.Raw(ctx, method, path, contentType, body)
+	out, err := c.Do(ctx, objectRequest(k, method, path, contentType, body))
 	if err != nil {
 		return nil, err
+	}
+	return decodeObject(k, out)
+}
+
+func objectRequest(k *schemas.Kind, method, path, contentType string, body []byte) apiwire.Request {
+	req := apiwire.Request{Method: method, Path: path, ContentType: contentType, Body: body}
+	if schemas.HasProtobuf(k) {
+		req.Header = map[string]string{"Accept": acceptProtobuf}
+	}
+	return req
+}
+
+// acceptProtobuf asks for protobuf and takes JSON, as Kubernetes' components ask.
+const acceptProtobuf = schemas.ContentTypeProtobuf + ", application/json"
+
+// decodeObject decodes an answer of kind k: protobuf (told by its magic, which no JSON
+// document starts with) or JSON.
+func decodeObject(k *schemas.Kind, out []byte) (runtime.Object, error) {
+	if bytes.HasPrefix(out, protobufMagic) {
+		return schemas.DecodeProtobuf(k, out)
 	}
 	obj := k.New()
 	if err := json.Unmarshal(out, obj); err != nil {
@@ -247,6 +281,8 @@ func (c *Client) object(ctx context.Context, k *schemas.Kind, method, path, cont
 	}
 	return obj, nil
 }
+
+var protobufMagic = []byte("k8s\x00")
 
 func kindOf(obj runtime.Object) (*schemas.Kind, error) {
 	k, ok := schemas.ByGVK(obj.GetObjectKind().GroupVersionKind())
@@ -288,22 +324,53 @@ func (c *Client) UpdateStatus(ctx context.Context, obj runtime.Object) (runtime.
 	return c.write(ctx, http.MethodPut, obj, true, "status")
 }
 
+// PutStatus replaces an object's status as UpdateStatus does, and leaves the answer undecoded
+// (for a caller that learns the written object from a watch anyway).
+func (c *Client) PutStatus(ctx context.Context, obj runtime.Object) error {
+	_, req, err := writeRequest(http.MethodPut, obj, true, "status")
+	if err == nil {
+		_, err = c.Do(ctx, req)
+	}
+	return err
+}
+
 func (c *Client) write(ctx context.Context, method string, obj runtime.Object, named bool, sub string) (runtime.Object, error) {
+	k, req, err := writeRequest(method, obj, named, sub)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.Do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return decodeObject(k, out)
+}
+
+// writeRequest is the request writing obj: its body in protobuf for a kind that has it (as
+// Kubernetes' components write), else JSON.
+func writeRequest(method string, obj runtime.Object, named bool, sub string) (*schemas.Kind, apiwire.Request, error) {
 	k, err := kindOf(obj)
 	if err != nil {
-		return nil, err
+		return nil, apiwire.Request{}, err
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
-	body, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
 	m := metaOf(obj)
 	name := ""
 	if named {
 		name = m.GetName()
 	}
-	return c.object(ctx, k, method, Path(k, m.GetNamespace(), name, sub), "application/json", body)
+	path := Path(k, m.GetNamespace(), name, sub)
+	body, pb, err := schemas.EncodeProtobuf(obj)
+	if err != nil {
+		return nil, apiwire.Request{}, err
+	}
+	if pb && k.Custom == nil {
+		return k, objectRequest(k, method, path, schemas.ContentTypeProtobuf, body), nil
+	}
+	if body, err = json.Marshal(obj); err != nil {
+		return nil, apiwire.Request{}, err
+	}
+	return k, objectRequest(k, method, path, "application/json", body), nil
 }
 
 // Patch applies a patch of the given content type (e.g. application/merge-patch+json).
