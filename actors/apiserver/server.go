@@ -220,17 +220,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	var body []byte
-	var native bool
-	if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodDelete {
-		var err error
-		if body, err = s.readBody(w, r); err == nil {
-			body, native, err = protobufBody(k, info, r.Header.Get("Content-Type"), body)
-		}
-		if err != nil {
-			writeError(w, err)
-			return
-		}
+	body, native, err := s.writeBody(w, r, k, info)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
 	wo, err := writeOptionsFrom(info)
 	if err != nil {
@@ -310,6 +303,19 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeObject(w, r, code, obj)
+}
+
+// writeBody reads the body of a method that carries one; native: see protobufBody.
+func (s *Server) writeBody(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) (body []byte, native bool, err error) {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		return nil, false, nil
+	}
+	if body, err = s.readBody(w, r); err != nil {
+		return nil, false, err
+	}
+	return protobufBody(k, info, r.Header.Get("Content-Type"), body)
 }
 
 // errNotServed is kube-apiserver's answer for a path it serves nothing at (an unknown group,
