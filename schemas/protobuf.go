@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 )
 
@@ -52,30 +53,43 @@ func DecodeProtobuf(k *Kind, data []byte) (runtime.Object, error) {
 	if len(data) == 0 {
 		return nil, fail(errors.New("the body is empty"))
 	}
-	var unk runtime.Unknown
-	if _, _, err := protobufSerializer.Decode(data, nil, &unk); err != nil {
-		return nil, fail(fmt.Errorf("the body is not a Kubernetes protobuf envelope: %w", err))
-	}
-	gvk := unk.GroupVersionKind()
-	if gvk.Kind == "" {
-		gvk.Kind = k.GVK.Kind
-	}
-	if gvk.GroupVersion().Empty() {
-		gvk = k.GVK.GroupVersion().WithKind(gvk.Kind)
-	}
-	if gvk != k.GVK {
-		return nil, fail(fmt.Errorf("the body is a %s (%s) but the request is for %s (%s)",
-			gvk.Kind, orUnset(unk.APIVersion), k.GVK.Kind, k.GVK.GroupVersion()))
-	}
-	if unk.ContentEncoding != "" {
-		return nil, fail(fmt.Errorf("the body's contentEncoding %q is not supported", unk.ContentEncoding))
-	}
 	obj := k.New()
-	if err := obj.(protobufMessage).Unmarshal(unk.Raw); err != nil {
-		return nil, fail(fmt.Errorf("invalid protobuf %s: %w", k.GVK.Kind, err))
+	if err := UnmarshalProtobuf(data, k.GVK, true, obj); err != nil {
+		return nil, fail(err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
 	return obj, nil
+}
+
+// UnmarshalProtobuf decodes data, Kubernetes protobuf of an object of kind want, into into (a
+// new object of that kind's type). An envelope naming another kind is an error; one naming
+// none is taken as want when unnamedIsWant (a client may leave it out; a stored value may not).
+func UnmarshalProtobuf(data []byte, want schema.GroupVersionKind, unnamedIsWant bool, into runtime.Object) error {
+	pb, ok := into.(protobufMessage)
+	if !ok {
+		return fmt.Errorf("%s has no protobuf form", want.Kind)
+	}
+	var unk runtime.Unknown
+	if _, _, err := protobufSerializer.Decode(data, nil, &unk); err != nil {
+		return fmt.Errorf("not a Kubernetes protobuf envelope: %w", err)
+	}
+	gvk := unk.GroupVersionKind()
+	if unnamedIsWant && gvk.Kind == "" {
+		gvk.Kind = want.Kind
+	}
+	if unnamedIsWant && gvk.GroupVersion().Empty() {
+		gvk = want.GroupVersion().WithKind(gvk.Kind)
+	}
+	if gvk != want {
+		return &ProtobufKindError{Got: gvk, Want: want}
+	}
+	if unk.ContentEncoding != "" {
+		return fmt.Errorf("the body's contentEncoding %q is not supported", unk.ContentEncoding)
+	}
+	if err := pb.Unmarshal(unk.Raw); err != nil {
+		return fmt.Errorf("invalid protobuf %s: %w", want.Kind, err)
+	}
+	return nil
 }
 
 // EncodeProtobuf serializes obj in Kubernetes protobuf with its apiVersion and kind in the
@@ -86,13 +100,33 @@ func EncodeProtobuf(obj runtime.Object) (data []byte, ok bool, err error) {
 		return nil, false, nil
 	}
 	if obj.GetObjectKind().GroupVersionKind().Kind == "" {
-		gvks, _, err := Scheme.ObjectKinds(obj)
+		gvk, err := ObjectKind(obj)
 		if err != nil {
 			return nil, true, err
 		}
 		obj = obj.DeepCopyObject()
-		obj.GetObjectKind().SetGroupVersionKind(preferredKind(gvks))
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
 	}
 	data, err = runtime.Encode(protobufSerializer, obj)
 	return data, true, err
+}
+
+// ObjectKind is obj's group, version and kind: as set, or as the scheme knows its type.
+func ObjectKind(obj runtime.Object) (schema.GroupVersionKind, error) {
+	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" {
+		return gvk, nil
+	}
+	gvks, _, err := Scheme.ObjectKinds(obj)
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	return preferredKind(gvks), nil
+}
+
+// ProtobufKindError: a protobuf envelope names another kind than the one asked for.
+type ProtobufKindError struct{ Got, Want schema.GroupVersionKind }
+
+func (e *ProtobufKindError) Error() string {
+	return fmt.Sprintf("the body is a %s (%s) but the request is for %s (%s)",
+		orUnset(e.Got.Kind), orUnset(e.Got.GroupVersion().String()), e.Want.Kind, e.Want.GroupVersion())
 }

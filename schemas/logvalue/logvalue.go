@@ -25,13 +25,6 @@ import (
 // (unexported there), which no JSON value starts with.
 var magic = []byte{0x6b, 0x38, 0x73, 0x00}
 
-// message is what the generated protobuf of k8s.io/api types implements.
-type message interface {
-	runtime.ProtobufMarshaller // Size, MarshalTo (the envelope takes MarshalToSizedBuffer when there)
-	Unmarshal([]byte) error
-	Reset()
-}
-
 // IsProtobuf reports whether value is stored as protobuf (else it is JSON).
 func IsProtobuf(value []byte) bool { return bytes.HasPrefix(value, magic) }
 
@@ -52,51 +45,19 @@ func Encode(obj runtime.Object) ([]byte, error) {
 	rv := m.GetResourceVersion()
 	m.SetResourceVersion("")
 	defer m.SetResourceVersion(rv)
-	if pb, ok := asMessage(obj); ok {
-		return encodeProtobuf(obj, pb)
+	if storedAsProtobuf(obj) {
+		if data, ok, err := schemas.EncodeProtobuf(obj); ok {
+			return data, err
+		}
 	}
 	return json.Marshal(obj)
 }
 
-// asMessage is obj's protobuf, for the kinds stored as protobuf.
-func asMessage(obj runtime.Object) (message, bool) {
-	if _, crd := obj.(*apiextensionsv1.CustomResourceDefinition); crd {
-		return nil, false
-	}
-	pb, ok := obj.(message)
-	return pb, ok
-}
-
-func encodeProtobuf(obj runtime.Object, pb message) ([]byte, error) {
-	gvk, err := kindOf(obj)
-	if err != nil {
-		return nil, err
-	}
-	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}}
-	size := pb.Size()
-	// runtime.Unknown's own nesting writes the object into the envelope with no copy; the
-	// envelope adds a tag and a length of at most maxVarintLen bytes before it.
-	data := make([]byte, len(magic)+unk.Size()+1+maxVarintLen+size)
-	n, err := unk.NestedMarshalTo(data[len(magic):], pb, uint64(size))
-	if err != nil {
-		return nil, err
-	}
-	copy(data, magic)
-	return data[:len(magic)+n], nil
-}
-
-const maxVarintLen = 10
-
-// kindOf is obj's group, version and kind: as set, or as the scheme knows its type.
-func kindOf(obj runtime.Object) (schema.GroupVersionKind, error) {
-	if gvk := obj.GetObjectKind().GroupVersionKind(); gvk.Kind != "" && gvk.Version != "" {
-		return gvk, nil
-	}
-	gvks, _, err := schemas.Scheme.ObjectKinds(obj)
-	if err != nil {
-		return schema.GroupVersionKind{}, err
-	}
-	return gvks[0], nil
+// storedAsProtobuf: objects of obj's type are stored as protobuf (CRDs are JSON in
+// kube-apiserver's etcd too).
+func storedAsProtobuf(obj runtime.Object) bool {
+	_, crd := obj.(*apiextensionsv1.CustomResourceDefinition)
+	return !crd
 }
 
 // Decode turns the value of kind k stored at rev back into a typed (or, for a custom kind,
@@ -127,7 +88,7 @@ func Decode(k *schemas.Kind, value []byte, rev uint64) (runtime.Object, error) {
 // Unmarshal decodes value into into, a new typed object of the kind the value is stored as,
 // as it is stored: no conversion, no GVK or resourceVersion set.
 func Unmarshal(value []byte, into runtime.Object) error {
-	gvk, err := kindOf(into)
+	gvk, err := schemas.ObjectKind(into)
 	if err != nil {
 		return err
 	}
@@ -138,31 +99,14 @@ func decodeInto(value []byte, want schema.GroupVersionKind, into runtime.Object)
 	if !IsProtobuf(value) {
 		return json.Unmarshal(value, into)
 	}
-	pb, ok := asMessage(into)
-	if !ok {
+	if !storedAsProtobuf(into) {
 		return fmt.Errorf("a protobuf value for %s, which is stored as JSON", want.Kind)
 	}
-	raw, err := unwrap(value, want)
-	if err != nil {
-		return err
+	err := schemas.UnmarshalProtobuf(value, want, false, into)
+	if ke := (*schemas.ProtobufKindError)(nil); errors.As(err, &ke) {
+		return fmt.Errorf("the value holds a %s, not a %s", describe(ke.Got), describe(want))
 	}
-	pb.Reset()
-	return pb.Unmarshal(raw)
-}
-
-// unwrap is the object's protobuf inside a protobuf value's envelope, which must name want.
-func unwrap(value []byte, want schema.GroupVersionKind) ([]byte, error) {
-	var unk runtime.Unknown
-	if err := unk.Unmarshal(value[len(magic):]); err != nil {
-		return nil, fmt.Errorf("protobuf envelope: %w", err)
-	}
-	if got := unk.GroupVersionKind(); got != want {
-		return nil, fmt.Errorf("the value holds a %s, not a %s", describe(got), describe(want))
-	}
-	if unk.ContentEncoding != "" {
-		return nil, errors.New("the value's contentEncoding " + strconv.Quote(unk.ContentEncoding) + " is not supported")
-	}
-	return unk.Raw, nil
+	return err
 }
 
 func describe(gvk schema.GroupVersionKind) string {
