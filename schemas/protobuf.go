@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,6 +14,13 @@ import (
 // ContentTypeProtobuf is Kubernetes' protobuf media type, which kube-apiserver accepts and
 // serves for built-in kinds (its own components talk it).
 const ContentTypeProtobuf = runtime.ContentTypeProtobuf
+
+// ProtobufMagic opens every Kubernetes protobuf document: the prefix of k8s.io/apimachinery's
+// protobuf serializer (unexported there), which no JSON document starts with.
+var ProtobufMagic = []byte("k8s\x00")
+
+// IsProtobuf reports whether data is Kubernetes protobuf (else JSON or YAML).
+func IsProtobuf(data []byte) bool { return bytes.HasPrefix(data, ProtobufMagic) }
 
 // protobufMessage is what the generated protobuf of the k8s.io/api types implements.
 type protobufMessage interface {

@@ -272,7 +272,7 @@ const acceptProtobuf = schemas.ContentTypeProtobuf + ", application/json"
 // decodeObject decodes an answer of kind k: protobuf (told by its magic, which no JSON
 // document starts with) or JSON.
 func decodeObject(k *schemas.Kind, out []byte) (runtime.Object, error) {
-	if bytes.HasPrefix(out, protobufMagic) {
+	if schemas.IsProtobuf(out) {
 		return schemas.DecodeProtobuf(k, out)
 	}
 	obj := k.New()
@@ -281,8 +281,6 @@ func decodeObject(k *schemas.Kind, out []byte) (runtime.Object, error) {
 	}
 	return obj, nil
 }
-
-var protobufMagic = []byte("k8s\x00")
 
 func kindOf(obj runtime.Object) (*schemas.Kind, error) {
 	k, ok := schemas.ByGVK(obj.GetObjectKind().GroupVersionKind())

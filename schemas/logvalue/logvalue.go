@@ -7,7 +7,6 @@
 package logvalue
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,12 +20,8 @@ import (
 	"github.com/skiff-sh/skiff/schemas"
 )
 
-// magic opens every protobuf value: the prefix of k8s.io/apimachinery's protobuf serializer
-// (unexported there), which no JSON value starts with.
-var magic = []byte{0x6b, 0x38, 0x73, 0x00}
-
 // IsProtobuf reports whether value is stored as protobuf (else it is JSON).
-func IsProtobuf(value []byte) bool { return bytes.HasPrefix(value, magic) }
+func IsProtobuf(value []byte) bool { return schemas.IsProtobuf(value) }
 
 // Encode is the log value of obj, converted first to the version its kind is stored as
 // (schemas.Kind.StoredAs). The resourceVersion is never stored: the log's revision is it.

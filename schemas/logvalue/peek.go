@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-sh/skiff/schemas"
 )
 
 // Field numbers of the generated protobuf (k8s.io/api's protobuf struct tags): every
@@ -65,7 +67,7 @@ func PodNodeName(value []byte) (string, error) {
 
 // unwrapAny is the object inside a protobuf value's envelope, whatever its kind.
 func unwrapAny(value []byte) ([]byte, error) {
-	raw, err := scalar(value[len(magic):], 2) // runtime.Unknown's raw
+	raw, err := scalar(value[len(schemas.ProtobufMagic):], 2) // runtime.Unknown's raw
 	if err != nil {
 		return nil, errors.New("protobuf envelope: " + err.Error())
 	}
