@@ -12,7 +12,6 @@ import (
 
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
-	"github.com/skiff-sh/skiff/schemas/logvalue"
 )
 
 // A log written by an older Skiff holds JSON values: they are served (get, list, the node
@@ -31,7 +30,7 @@ func TestJSONValuesOfAnOlderSkiffServeAndAreRewrittenAsProtobuf(t *testing.T) {
 	}
 
 	call(t, "POST", hs.URL+podsPath+"?fieldManager=test", podBody("new", "1"), 201)
-	if v := stored("new"); !logvalue.IsProtobuf(v) {
+	if v := stored("new"); !schemas.IsProtobuf(v) {
 		t.Fatalf("a created pod is stored as %q", v)
 	}
 
@@ -70,7 +69,7 @@ func TestJSONValuesOfAnOlderSkiffServeAndAreRewrittenAsProtobuf(t *testing.T) {
 		t.Fatalf("patched labels %v", labels)
 	}
 	v := stored("old")
-	if !logvalue.IsProtobuf(v) {
+	if !schemas.IsProtobuf(v) {
 		t.Fatalf("the pod's next write stored %q", v)
 	}
 	obj, err := s.DecodeShared(k, v, 1<<40) // a revision of its own: not the cache's entry of another value

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/schemas/logvalue"
 )
 
@@ -46,7 +47,7 @@ func FuzzDecode(f *testing.F) {
 		if !apiequality.Semantic.DeepEqual(obj, back) {
 			t.Fatalf("a decoded pod changes when stored again")
 		}
-		if !logvalue.IsProtobuf(value) {
+		if !schemas.IsProtobuf(value) {
 			return // JSON may name fields case-insensitively or twice; the peeks read it as json does
 		}
 		p := obj.(*corev1.Pod)

@@ -20,9 +20,6 @@ import (
 	"github.com/skiff-sh/skiff/schemas"
 )
 
-// IsProtobuf reports whether value is stored as protobuf (else it is JSON).
-func IsProtobuf(value []byte) bool { return schemas.IsProtobuf(value) }
-
 // Encode is the log value of obj, converted first to the version its kind is stored as
 // (schemas.Kind.StoredAs). The resourceVersion is never stored: the log's revision is it.
 func Encode(obj runtime.Object) ([]byte, error) {
@@ -91,7 +88,7 @@ func Unmarshal(value []byte, into runtime.Object) error {
 }
 
 func decodeInto(value []byte, want schema.GroupVersionKind, into runtime.Object) error {
-	if !IsProtobuf(value) {
+	if !schemas.IsProtobuf(value) {
 		return json.Unmarshal(value, into)
 	}
 	if !storedAsProtobuf(into) {

@@ -47,8 +47,8 @@ func roundTrip(t *testing.T, k *schemas.Kind, obj runtime.Object, rev uint64, wa
 	if m.GetResourceVersion() != "918273645546372" {
 		t.Fatalf("%s: encode changed the object's resourceVersion to %q", k.GVK, m.GetResourceVersion())
 	}
-	if logvalue.IsProtobuf(value) != wantProtobuf {
-		t.Fatalf("%s: stored as protobuf %v, want %v: %q", k.GVK, logvalue.IsProtobuf(value), wantProtobuf, value[:min(len(value), 40)])
+	if schemas.IsProtobuf(value) != wantProtobuf {
+		t.Fatalf("%s: stored as protobuf %v, want %v: %q", k.GVK, schemas.IsProtobuf(value), wantProtobuf, value[:min(len(value), 40)])
 	}
 	if bytes.Contains(value, []byte("918273645546372")) {
 		t.Fatalf("%s: the resourceVersion was stored", k.GVK)
@@ -178,7 +178,7 @@ func TestCustomKindsAndCRDsStayJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if logvalue.IsProtobuf(value) || !json.Valid(value) || !strings.Contains(string(value), `"size":3`) {
+	if schemas.IsProtobuf(value) || !json.Valid(value) || !strings.Contains(string(value), `"size":3`) {
 		t.Fatalf("a custom resource is stored as %q", value)
 	}
 }
@@ -222,7 +222,7 @@ func TestJSONValuesStillRead(t *testing.T) {
 }
 
 func format(v []byte) string {
-	if logvalue.IsProtobuf(v) {
+	if schemas.IsProtobuf(v) {
 		return "protobuf"
 	}
 	return "JSON"

@@ -21,7 +21,7 @@ const (
 // Meta is the metadata of a stored object of any built-in or custom kind, read without
 // decoding the rest (its kind is not checked).
 func Meta(value []byte) (*metav1.ObjectMeta, error) {
-	if !IsProtobuf(value) {
+	if !schemas.IsProtobuf(value) {
 		var stored struct {
 			Metadata metav1.ObjectMeta `json:"metadata"`
 		}
@@ -44,7 +44,7 @@ func Meta(value []byte) (*metav1.ObjectMeta, error) {
 
 // PodNodeName is spec.nodeName of a stored Pod, read without decoding the rest.
 func PodNodeName(value []byte) (string, error) {
-	if !IsProtobuf(value) {
+	if !schemas.IsProtobuf(value) {
 		var stored struct {
 			Spec struct {
 				NodeName string `json:"nodeName"`
