@@ -59,13 +59,16 @@ func (s *Server) decodeBody(k *schemas.Kind, body []byte, wo writeOptions) (runt
 	if len(body) == 0 {
 		return nil, badRequest("the request body is empty; a %s object is required", k.GVK.Kind)
 	}
+	if !wo.protobuf {
+		if n := yamlDocuments(body); n > 1 {
+			return nil, badRequest("the body holds %d YAML documents; a request takes exactly one %s", n, k.GVK.Kind)
+		}
+	}
 	var obj runtime.Object
 	var err error
 	switch {
 	case wo.protobuf:
 		obj, err = schemas.DecodeProtobuf(k, body)
-	case yamlDocuments(body) > 1:
-		return nil, badRequest("the body holds %d YAML documents; a request takes exactly one %s", yamlDocuments(body), k.GVK.Kind)
 	case wo.warn && !wo.strict && wo.warnings != nil:
 		var dropped []schemas.FieldError
 		obj, dropped, err = schemas.DecodeObjectWarn(k, body)
