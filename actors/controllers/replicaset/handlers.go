@@ -25,6 +25,26 @@ func (c *controller) enqueueMatching(p *corev1.Pod) {
 	}
 }
 
+// podBatch is how long a pod event that only changes a ReplicaSet's counts may wait for its
+// sync. A sync walks every pod the ReplicaSet has, so one sync per pod event costs a
+// 30,000-pod ReplicaSet time quadratic in its size; batched, it is at most one sync per
+// podBatch. kube-controller-manager's Job controller batches pod events the same way
+// (syncJobBatchPeriod). Events the controller must act on promptly are not batched: the last
+// awaited create or delete (the next batch of pods may start), a pod that stopped being active
+// (its replacement), and changes of ownership or labels.
+const podBatch = 250 * time.Millisecond
+
+// enqueueCounted syncs rs for a pod create or delete it expected or counts: at once when no
+// other is awaited any more, else within podBatch.
+func (c *controller) enqueueCounted(rs *appsv1.ReplicaSet) {
+	key := controllerkit.KeyOf(rs)
+	if c.exp.Satisfied(key) {
+		c.queue.Add(key)
+		return
+	}
+	c.queue.AddAfter(key, podBatch)
+}
+
 func (c *controller) podAdded(p *corev1.Pod) {
 	if p.DeletionTimestamp != nil {
 		// Seen for the first time already terminating (e.g. after a relist): a deletion.
@@ -34,7 +54,7 @@ func (c *controller) podAdded(p *corev1.Pod) {
 	if ref := metav1.GetControllerOf(p); ref != nil {
 		if rs := c.owner(p, ref); rs != nil {
 			c.exp.CreationObserved(controllerkit.KeyOf(rs))
-			c.enqueueRS(rs)
+			c.enqueueCounted(rs)
 		}
 		return
 	}
@@ -64,7 +84,11 @@ func (c *controller) podUpdated(old, cur *corev1.Pod) {
 	if rs == nil {
 		return
 	}
-	c.enqueueRS(rs)
+	if oldRef == nil || oldRef.UID != curRef.UID || !reflect.DeepEqual(old.Labels, cur.Labels) || controllerkit.IsPodActive(old) != controllerkit.IsPodActive(cur) {
+		c.enqueueRS(rs)
+	} else {
+		c.queue.AddAfter(controllerkit.KeyOf(rs), podBatch) // readiness or status only: counts
+	}
 	// Becoming available happens minReadySeconds after becoming ready, with no event of its own.
 	if rs.Spec.MinReadySeconds > 0 && !controllerkit.IsPodReady(old) && controllerkit.IsPodReady(cur) {
 		c.queue.AddAfter(controllerkit.KeyOf(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second+100*time.Millisecond)
@@ -77,7 +101,6 @@ func (c *controller) podDeleted(p *corev1.Pod) {
 	if rs == nil {
 		return
 	}
-	key := controllerkit.KeyOf(rs)
-	c.exp.DeletionObserved(key, controllerkit.KeyOf(p))
-	c.enqueueRS(rs)
+	c.exp.DeletionObserved(controllerkit.KeyOf(rs), controllerkit.KeyOf(p))
+	c.enqueueCounted(rs)
 }

@@ -2,15 +2,18 @@ package replicaset_test
 
 import (
 	"context"
-	"github.com/skiff-sh/skiff/actors/actorkit"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/controllers/controllerkit"
 	ct "github.com/skiff-sh/skiff/actors/controllers/controllertest"
 	"github.com/skiff-sh/skiff/actors/controllers/replicaset"
@@ -163,4 +166,73 @@ func TestSurvivesActorRestart(t *testing.T) {
 	if n := len(ct.Active(ct.ListPods(t, cp, "default", "app=web"))); n != 4 {
 		t.Fatalf("want 4 pods after restart, got %d", n)
 	}
+}
+
+// TestPodChangesThatOnlyMoveCountsAreBatched: a sync walks all of a ReplicaSet's pods, so pod
+// updates that change no ownership, labels or activity wake it at most once per batch period,
+// not once each; a pod that stops being active is still replaced.
+func TestPodChangesThatOnlyMoveCountsAreBatched(t *testing.T) {
+	cp, ctx := setup(t)
+	const n = 20
+	if _, err := cp.Client.Create(ctx, ct.ReplicaSet("web", "web", n)); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, cp, "web", n)
+	settled := settledReconciles(t)
+	for _, p := range ct.Active(ct.ListPods(t, cp, "default", "app=web")) {
+		p.Annotations = map[string]string{"touched": "yes"}
+		if _, err := cp.Client.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := settledReconciles(t)
+	if d := after - settled; d < 1 || d > n/2 {
+		t.Fatalf("%d pod updates caused %d ReplicaSet syncs, want between 1 and %d (batched)", n, d, n/2)
+	}
+
+	// A pod that fails is replaced: the sync for it is not left waiting for a batch.
+	victim := ct.Active(ct.ListPods(t, cp, "default", "app=web"))[0]
+	victim.Status.Phase = corev1.PodFailed
+	if _, err := cp.Client.UpdateStatus(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, cp, "web", n)
+}
+
+// settledReconciles waits until the ReplicaSet controller has not reconciled for a second, then
+// returns how many reconciles it has done.
+func settledReconciles(t *testing.T) uint64 {
+	t.Helper()
+	last, stable := reconciles(t), 0
+	for stable < 5 {
+		time.Sleep(200 * time.Millisecond)
+		if now := reconciles(t); now != last {
+			last, stable = now, 0
+			continue
+		}
+		stable++
+	}
+	return last
+}
+
+func reconciles(t *testing.T) uint64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total uint64
+	for _, f := range families {
+		if f.GetName() != "skiff_controller_reconcile_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == replicaset.Name {
+					total += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return total
 }
