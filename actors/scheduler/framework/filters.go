@@ -37,14 +37,16 @@ func (nodePorts) Name() string          { return NodePorts }
 func (nodeResourcesFit) Name() string   { return NodeResourcesFit }
 
 func (nodeUnschedulable) Filter(cy *Cycle, ni *NodeInfo, out []string) []string {
-	if !schedulable(cy.pod, ni.node) {
+	if !mayScheduleOn(cy.pod, ni.unschedulable) {
 		return append(out, reasonUnschedulable)
 	}
 	return out
 }
 
-func schedulable(pod *v1.Pod, n *v1.Node) bool {
-	return !n.Spec.Unschedulable || tolerates(pod.Spec.Tolerations, &unschedulableTaint)
+func schedulable(pod *v1.Pod, n *v1.Node) bool { return mayScheduleOn(pod, n.Spec.Unschedulable) }
+
+func mayScheduleOn(pod *v1.Pod, unschedulable bool) bool {
+	return !unschedulable || tolerates(pod.Spec.Tolerations, &unschedulableTaint)
 }
 
 func (nodeName) Filter(cy *Cycle, ni *NodeInfo, out []string) []string {
@@ -64,7 +66,7 @@ func nameMatches(pod *v1.Pod, n *v1.Node) bool {
 }
 
 func (taintToleration) Filter(cy *Cycle, ni *NodeInfo, out []string) []string {
-	if i := untoleratedTaint(ni.node.Spec.Taints, cy.pod.Spec.Tolerations, hardEffect); i >= 0 {
+	if i := untoleratedTaint(ni.taints, cy.pod.Spec.Tolerations, hardEffect); i >= 0 {
 		return append(out, ni.taintReason[i])
 	}
 	return out

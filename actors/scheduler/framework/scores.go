@@ -151,8 +151,8 @@ func (cy *Cycle) balancedAllocation(ni *NodeInfo) int64 {
 // tolerations for that effect (or every effect) count, as in kube-scheduler.
 func (cy *Cycle) preferNoScheduleTaints(ni *NodeInfo) int64 {
 	var n int64
-	for i := range ni.node.Spec.Taints {
-		t := &ni.node.Spec.Taints[i]
+	for i := range ni.taints {
+		t := &ni.taints[i]
 		if t.Effect != v1.TaintEffectPreferNoSchedule {
 			continue
 		}

@@ -103,7 +103,7 @@ nodes:
 				}
 			}
 			if honorTaints[i] {
-				if untoleratedTaint(ni.node.Spec.Taints, pod.Spec.Tolerations, hardEffect) >= 0 {
+				if untoleratedTaint(ni.taints, pod.Spec.Tolerations, hardEffect) >= 0 {
 					continue
 				}
 			}
