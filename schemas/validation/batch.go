@@ -246,7 +246,7 @@ func jobUpdate(n, o *batchv1.Job) field.ErrorList {
 		}
 	}
 	neverStarted := o.Spec.Suspend != nil && *o.Spec.Suspend && o.Status.StartTime == nil
-	if !neverStarted && !apiequality.Semantic.DeepEqual(n.Spec.Template, o.Spec.Template) {
+	if !neverStarted && !semanticallyEqual(&n.Spec.Template, &o.Spec.Template) {
 		errs = append(errs, field.Invalid(specPath.Child("template"), field.OmitValueType{}, apivalidation.FieldImmutableErrorMsg))
 	}
 	return errs

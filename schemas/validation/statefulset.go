@@ -5,7 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -112,7 +111,7 @@ func statefulSetUpdate(n, o *appsv1.StatefulSet) field.ErrorList {
 	mutable.RevisionHistoryLimit = n.Spec.RevisionHistoryLimit
 	mutable.PersistentVolumeClaimRetentionPolicy = n.Spec.PersistentVolumeClaimRetentionPolicy
 	mutable.MinReadySeconds = n.Spec.MinReadySeconds
-	if !apiequality.Semantic.DeepEqual(mutable, &n.Spec) {
+	if !semanticallyEqual(mutable, &n.Spec) {
 		errs = append(errs, field.Forbidden(specPath, "updates to statefulset spec for fields other than 'replicas', 'ordinals', "+
 			"'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"))
 	}

@@ -45,7 +45,7 @@ func podUpdate(n, o *corev1.Pod) field.ErrorList {
 			mutable.InitContainers[i].Image = n.Spec.InitContainers[i].Image
 		}
 	}
-	if !apiequality.Semantic.DeepEqual(mutable, &n.Spec) {
+	if !semanticallyEqual(mutable, &n.Spec) {
 		errs = append(errs, field.Forbidden(specPath, "pod updates may not change fields other than `spec.containers[*].image`, "+
 			"`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations) "+
 			"and `spec.nodeName` (only when unset)"))
