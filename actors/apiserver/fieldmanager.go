@@ -30,9 +30,15 @@ import (
 const internalManager = "skiff-apiserver"
 
 // builtinTypes is the structured-merge-diff schema of every k8s.io/api kind: client-go's
-// embedded OpenAPI models, parsed once.
+// embedded OpenAPI models, parsed once, converting typed objects without the validation
+// they cannot fail (typedconvert.go).
 var builtinTypes = sync.OnceValue(func() managedfields.TypeConverter {
-	return applyconfigurations.NewTypeConverter(schemas.Scheme)
+	tc := applyconfigurations.NewTypeConverter(schemas.Scheme)
+	u, err := newUnvalidatedTypes(tc, schemas.Scheme)
+	if err != nil {
+		return tc // the library's own conversion, validating all
+	}
+	return u
 })
 
 // generatedTypes covers the kinds client-go's models do not (they hold k8s.io/api only): the
@@ -88,13 +94,18 @@ func fieldManagerFor(k *schemas.Kind, sub string) (*managedfields.FieldManager, 
 	if err != nil {
 		return nil, err
 	}
-	fm, err := managedfields.NewDefaultFieldManager(tc, inVersion{schemas.Scheme}, defaulter{}, schemas.Scheme,
-		k.GVK, k.GVK.GroupVersion(), sub, resetFields(k, sub))
+	fm, err := newFieldManager(tc, k, sub)
 	if err != nil {
 		return nil, err
 	}
 	actual, _ := fieldManagers.LoadOrStore(key, fm)
 	return actual.(*managedfields.FieldManager), nil
+}
+
+// newFieldManager is a built-in kind's field manager for an endpoint over the schema tc.
+func newFieldManager(tc managedfields.TypeConverter, k *schemas.Kind, sub string) (*managedfields.FieldManager, error) {
+	return managedfields.NewDefaultFieldManager(tc, inVersion{schemas.Scheme}, defaulter{}, schemas.Scheme,
+		k.GVK, k.GVK.GroupVersion(), sub, resetFields(k, sub))
 }
 
 // resetFields are the fields a write through this endpoint cannot change, so no manager of

@@ -31,9 +31,9 @@ func trackFull(fm *managedfields.FieldManager, k *schemas.Kind, live, next runti
 }
 
 // withoutUnchanged returns shallow copies of live and next whose top-level fields other than
-// metadata are zero wherever the two are equal, and ok false when there are none or the views
-// would not give the field manager's result: entries of another API version are compared after
-// a conversion, which may read fields of the whole object.
+// metadata are zero wherever the two are equal, and ok false when there are none (or all are
+// zero already) or the views would not give the field manager's result: entries of another
+// API version are compared after a conversion, which may read fields of the whole object.
 func withoutUnchanged(k *schemas.Kind, live, next runtime.Object) (runtime.Object, runtime.Object, bool) {
 	lv, nv, ok := typedPair(live, next)
 	if !ok || !oneVersion(k, mustMeta(live).GetManagedFields()) || !oneVersion(k, mustMeta(next).GetManagedFields()) {
@@ -47,7 +47,10 @@ func withoutUnchanged(k *schemas.Kind, live, next runtime.Object) (runtime.Objec
 		if !f.IsExported() || f.Anonymous || name == "" || name == "-" || name == "metadata" {
 			continue
 		}
-		if !reflect.DeepEqual(lv.Field(i).Interface(), nv.Field(i).Interface()) {
+		// A field zero in both is left out already (a create's status, an event's unset fields):
+		// no view is needed for it. Fields are compared through pointers, not copied.
+		fl, fn := lv.Field(i), nv.Field(i)
+		if (fl.IsZero() && fn.IsZero()) || !reflect.DeepEqual(fl.Addr().Interface(), fn.Addr().Interface()) {
 			continue
 		}
 		if !lc.IsValid() {

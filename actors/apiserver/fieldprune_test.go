@@ -54,6 +54,7 @@ func TestTrackFullMatchesTheFieldManager(t *testing.T) {
 		{"a label removed", "", "kubectl", live, pod(func(p *corev1.Pod) { delete(p.Labels, "app") }), true, k},
 		{"a write changing nothing", "", "kubectl", live, pod(func(*corev1.Pod) {}), true, k},
 		{"a create", "", "kubectl", k.New(), pod(running), false, k},
+		{"a create without status (zero in both: no view)", "", "kubectl", k.New(), pod(func(*corev1.Pod) {}), false, k},
 	}
 	dk, dep := created(t, "apps", "v1", "deployments", &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "default"},

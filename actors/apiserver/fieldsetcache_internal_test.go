@@ -30,7 +30,7 @@ func TestFieldSetsParseOnceAndStayBounded(t *testing.T) {
 	if _, err := c.get([]byte(`{"f:spec":`)); err == nil {
 		t.Fatal("broken JSON parsed")
 	}
-	if _, ok := c.sets[`{"f:spec":`]; ok {
+	if _, ok := c.entries[`{"f:spec":`]; ok {
 		t.Error("a parse error was cached")
 	}
 	for i := range maxFieldSets + 10 {
@@ -38,7 +38,7 @@ func TestFieldSetsParseOnceAndStayBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(c.sets); n > maxFieldSets {
+	if n := len(c.entries); n > maxFieldSets {
 		t.Fatalf("%d sets cached, bound %d", n, maxFieldSets)
 	}
 }
