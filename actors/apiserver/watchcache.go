@@ -16,10 +16,11 @@ import (
 const defaultSharedEventBytes = 64 << 20
 
 // sharedEvents memoises, per stored revision, the decoded object, its selectable fields and
-// its JSON, so that N watchers of one event decode and encode it once, not N times
-// (kube-apiserver's watch cache does the same with its cachingObject). Selectors still run
-// per watcher, on the shared object, which nobody may modify. Skiff answers watches in JSON
-// only (protobuf is accepted on the way in), so JSON is the one encoding kept.
+// its encodings (JSON, and the protobuf envelope for built-in kinds), so that N watchers of
+// one event decode it and encode it in each format once, not N times (kube-apiserver's watch
+// cache does the same with its cachingObject). Selectors still run per watcher, on the shared
+// object, which nobody may modify. Each encoding is made only when a watcher of its format
+// asks for it, so an event nobody watches in protobuf never holds a protobuf copy.
 //
 // The oldest entries go first once over the byte bound; a watcher still holding one keeps
 // using it, and one far behind decodes again.
@@ -29,8 +30,8 @@ type sharedEvents struct {
 	order   []eventKey // insertion order, for eviction
 	bytes   int
 	limit   int
-	// encodes and decodes count object encodings and decodings (test hooks: once per event,
-	// however many watch or read it).
+	// encodes and decodes count object encodings (JSON or protobuf) and decodings (test hooks:
+	// once per event and format, however many watch or read it).
 	encodes, decodes atomic.Int64
 }
 
@@ -54,6 +55,10 @@ type sharedEvent struct {
 	encode sync.Once
 	data   []byte
 	encErr error
+
+	encodeProtobuf sync.Once
+	protobuf       []byte
+	protobufErr    error
 }
 
 func newSharedEvents(limit int) *sharedEvents {
@@ -61,8 +66,9 @@ func newSharedEvents(limit int) *sharedEvents {
 }
 
 // sharedCost bounds an entry's memory from above: a running pod's protobuf value of 2.3 KB
-// decodes to about 7.3 KB and encodes to 3.9 KB of JSON, five times its value; a kind stored as
-// JSON (custom resources) takes less for its size.
+// decodes to about 7.3 KB, encodes to 3.9 KB of JSON and 2.3 KB of protobuf envelope, six
+// times its value with both encodings; a kind stored as JSON (custom resources, which have no
+// protobuf) takes less for its size.
 func sharedCost(size int) int { return 8*size + 512 }
 
 // object is the stored value at rev, decoded once for every watcher.
@@ -126,4 +132,13 @@ func (c *sharedEvents) json(e *sharedEvent) ([]byte, error) {
 		e.data, e.encErr = json.Marshal(e.obj)
 	})
 	return e.data, e.encErr
+}
+
+// protobuf is the object's protobuf envelope, encoded once; shared, it must not be modified.
+func (c *sharedEvents) protobuf(e *sharedEvent) ([]byte, error) {
+	e.encodeProtobuf.Do(func() {
+		c.encodes.Add(1)
+		e.protobuf, e.protobufErr = encodeEnvelope(e.obj)
+	})
+	return e.protobuf, e.protobufErr
 }
