@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -41,9 +42,43 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *schemas.Ki
 		writeJSON(w, http.StatusOK, t)
 		return
 	}
+	if answersProtobuf(r, k) {
+		data, err := protobufList(k, objs, lm)
+		if err != nil {
+			writeError(w, apierrors.NewInternalError(err))
+			return
+		}
+		w.Header().Set("Content-Type", schemas.ContentTypeProtobuf)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(data)
+		return
+	}
 	l := s.listResponse(k, objs, 0)
 	l.ListMeta = lm
 	writeJSON(w, http.StatusOK, l)
+}
+
+// protobufList is the kind's typed list (a PodList, ...) of objs in protobuf, as kube-apiserver
+// answers a list to a client preferring protobuf. The items are shallow copies of objs, which
+// are not modified (they may be shared decodes).
+func protobufList(k *schemas.Kind, objs []runtime.Object, lm metav1.ListMeta) ([]byte, error) {
+	gvk := k.GVK.GroupVersion().WithKind(k.ListKind)
+	list, err := schemas.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := meta.SetList(list, objs); err != nil {
+		return nil, err
+	}
+	la, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, err
+	}
+	la.SetResourceVersion(lm.ResourceVersion)
+	la.SetContinue(lm.Continue)
+	la.SetRemainingItemCount(lm.RemainingItemCount)
+	list.GetObjectKind().SetGroupVersionKind(gvk)
+	return encodeEnvelope(list)
 }
 
 func (s *Server) listResponse(k *schemas.Kind, objs []runtime.Object, rev uint64) *listBody {

@@ -219,6 +219,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNotServed)
 		return
 	}
+	if err := notAcceptable(r, k, info); err != nil {
+		writeError(w, err)
+		return
+	}
 	ctx := r.Context()
 	body, native, err := s.writeBody(w, r, k, info)
 	if err != nil {

@@ -33,7 +33,8 @@ var linePrefix = func() map[watch.EventType][]byte {
 
 var lineEnd = []byte("}\n")
 
-// serveWatch streams events as newline-delimited JSON, the way kube-apiserver does.
+// serveWatch streams events as kube-apiserver does: newline-delimited JSON, or length-prefixed
+// protobuf frames when Accept prefers protobuf and the kind has it (tables are JSON only).
 func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
 	sel, err := watchSelector(k, info)
 	if err != nil {
@@ -55,10 +56,15 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.K
 		watcher, err = s.log.Watch(ctx, schemas.StoragePrefix(k, info.namespace), opts)
 	}
 	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "application/json")
+	enc := &eventWriter{w: w, flusher: flusher, table: wantsTable(r), kind: k, now: s.now, shared: s.events}
+	contentType := "application/json"
+	if !enc.table && answersProtobuf(r, k) {
+		enc.frames = newProtobufFrames(w)
+		contentType = contentTypeProtobufWatch
+	}
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
-	enc := &eventWriter{w: w, flusher: flusher, table: wantsTable(r), kind: k, now: s.now, shared: s.events}
 	if err != nil {
 		enc.writeError(err, opts.FromRev, s.log.OldestWatchRev())
 		return
@@ -137,6 +143,7 @@ type eventWriter struct {
 	w       http.ResponseWriter
 	flusher http.Flusher
 	table   bool
+	frames  *protobufFrames // protobuf frames; nil for newline-delimited JSON
 	kind    *schemas.Kind
 	now     func() time.Time
 	shared  *sharedEvents
@@ -191,29 +198,47 @@ func (e *eventWriter) bookmark(ev statelog.Event) runtime.Object {
 	return obj
 }
 
-// emit sends a stored object's shared JSON; a table is per watcher (its ages are now's).
+// emit sends a stored object's shared JSON or protobuf; a table is per watcher (its ages are
+// now's).
 func (e *eventWriter) emit(t watch.EventType, obj *sharedEvent) bool {
 	if e.table {
 		return e.emitObject(t, schemas.Table(e.kind, []runtime.Object{obj.obj}, e.now()))
 	}
-	data, err := e.shared.json(obj)
+	var data []byte
+	var err error
+	if e.frames != nil {
+		data, err = e.shared.protobuf(obj)
+	} else {
+		data, err = e.shared.json(obj)
+	}
 	if err != nil {
 		return true
 	}
 	return e.send(t, data)
 }
 
+// emitObject sends an object encoded for this watcher alone (a bookmark, a table, a Status).
 func (e *eventWriter) emitObject(t watch.EventType, obj runtime.Object) bool {
-	data, err := json.Marshal(obj)
+	var data []byte
+	var err error
+	if e.frames != nil {
+		data, err = encodeEnvelope(obj)
+	} else {
+		data, err = json.Marshal(obj)
+	}
 	if err != nil {
 		return true
 	}
 	return e.send(t, data)
 }
 
-// send writes the line {"type":t,"object":object}, the bytes json.Marshal gives for a
-// metav1.WatchEvent-shaped struct (object is compact JSON already), without copying object.
+// send writes one event around object, an encoded object. In JSON it is the line
+// {"type":t,"object":object}, the bytes json.Marshal gives for a metav1.WatchEvent-shaped
+// struct (object is compact JSON already), written without copying object.
 func (e *eventWriter) send(t watch.EventType, object []byte) bool {
+	if e.frames != nil {
+		return e.frames.send(t, object) == nil
+	}
 	for _, part := range [][]byte{linePrefix[t], object, lineEnd} {
 		if _, err := e.w.Write(part); err != nil {
 			return false
@@ -241,7 +266,6 @@ func (e *eventWriter) writeError(err error, from, oldest uint64) {
 	default:
 		st = toStatus(apierrors.NewInternalError(err))
 	}
-	data, _ := json.Marshal(st)
-	e.send(watch.Error, data)
+	e.emitObject(watch.Error, st)
 	e.flush()
 }

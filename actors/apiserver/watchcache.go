@@ -12,14 +12,16 @@ import (
 )
 
 // defaultSharedEventBytes bounds the memory of recently watched objects kept decoded and
-// encoded.
-const defaultSharedEventBytes = 64 << 20
+// encoded: as many JSON-watched pod events as the former bound (64 MiB of 8× the stored
+// value each, decode and JSON together) kept, now that each encoding is charged as made.
+const defaultSharedEventBytes = 46 << 20
 
 // sharedEvents memoises, per stored revision, the decoded object, its selectable fields and
-// its JSON, so that N watchers of one event decode and encode it once, not N times
-// (kube-apiserver's watch cache does the same with its cachingObject). Selectors still run
-// per watcher, on the shared object, which nobody may modify. Skiff answers watches in JSON
-// only (protobuf is accepted on the way in), so JSON is the one encoding kept.
+// its encodings (JSON, and the protobuf envelope for built-in kinds), so that N watchers of
+// one event decode it and encode it in each format once, not N times (kube-apiserver's watch
+// cache does the same with its cachingObject). Selectors still run per watcher, on the shared
+// object, which nobody may modify. Each encoding is made only when a watcher of its format
+// asks for it, so an event nobody watches in protobuf never holds a protobuf copy.
 //
 // The oldest entries go first once over the byte bound; a watcher still holding one keeps
 // using it, and one far behind decodes again.
@@ -29,8 +31,8 @@ type sharedEvents struct {
 	order   []eventKey // insertion order, for eviction
 	bytes   int
 	limit   int
-	// encodes and decodes count object encodings and decodings (test hooks: once per event,
-	// however many watch or read it).
+	// encodes and decodes count object encodings (JSON or protobuf) and decodings (test hooks:
+	// once per event and format, however many watch or read it).
 	encodes, decodes atomic.Int64
 }
 
@@ -42,7 +44,8 @@ type eventKey struct {
 }
 
 type sharedEvent struct {
-	cost int
+	key  eventKey
+	cost int // under sharedEvents.mu
 
 	decode sync.Once
 	obj    runtime.Object
@@ -54,16 +57,21 @@ type sharedEvent struct {
 	encode sync.Once
 	data   []byte
 	encErr error
+
+	encodeProtobuf sync.Once
+	protobuf       []byte
+	protobufErr    error
 }
 
 func newSharedEvents(limit int) *sharedEvents {
 	return &sharedEvents{entries: map[eventKey]*sharedEvent{}, limit: limit}
 }
 
-// sharedCost bounds an entry's memory from above: a running pod's protobuf value of 2.3 KB
-// decodes to about 7.3 KB and encodes to 3.9 KB of JSON, five times its value; a kind stored as
-// JSON (custom resources) takes less for its size.
-func sharedCost(size int) int { return 8*size + 512 }
+// sharedCost bounds the memory of an entry's decode from above: a running pod's protobuf value
+// of 2.3 KB decodes to about 7.3 KB; a kind stored as JSON (custom resources) takes less for
+// its size. Each encoding is charged its length when made (a pod's JSON 3.9 KB, its protobuf
+// 2.3 KB), so an event watched in both formats counts both and the bound holds for both.
+func sharedCost(size int) int { return 4*size + 512 }
 
 // object is the stored value at rev, decoded once for every watcher.
 func (c *sharedEvents) object(k *schemas.Kind, value []byte, rev uint64) (*sharedEvent, error) {
@@ -96,10 +104,28 @@ func (c *sharedEvents) entry(key eventKey, size int) *sharedEvent {
 	if e, ok := c.entries[key]; ok {
 		return e
 	}
-	e := &sharedEvent{cost: sharedCost(size)}
+	e := &sharedEvent{key: key, cost: sharedCost(size)}
 	c.entries[key] = e
 	c.order = append(c.order, key)
 	c.bytes += e.cost
+	c.evictLocked()
+	return e
+}
+
+// charge adds n bytes (an encoding just made) to e's cost, if e is still kept.
+func (c *sharedEvents) charge(e *sharedEvent, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries[e.key] != e {
+		return // evicted: its watchers still hold it, the bound no longer counts it
+	}
+	e.cost += n
+	c.bytes += n
+	c.evictLocked()
+}
+
+// evictLocked drops the oldest entries, but the newest, while over the bound.
+func (c *sharedEvents) evictLocked() {
 	n := 0
 	for c.bytes > c.limit && n < len(c.order)-1 {
 		c.bytes -= c.entries[c.order[n]].cost
@@ -110,7 +136,6 @@ func (c *sharedEvents) entry(key eventKey, size int) *sharedEvent {
 		clear(c.order[:n])
 		c.order = c.order[n:]
 	}
-	return e
 }
 
 // selectable is the object's field set for field selectors, computed once.
@@ -124,6 +149,17 @@ func (c *sharedEvents) json(e *sharedEvent) ([]byte, error) {
 	e.encode.Do(func() {
 		c.encodes.Add(1)
 		e.data, e.encErr = json.Marshal(e.obj)
+		c.charge(e, len(e.data))
 	})
 	return e.data, e.encErr
+}
+
+// protobuf is the object's protobuf envelope, encoded once; shared, it must not be modified.
+func (c *sharedEvents) protobuf(e *sharedEvent) ([]byte, error) {
+	e.encodeProtobuf.Do(func() {
+		c.encodes.Add(1)
+		e.protobuf, e.protobufErr = encodeEnvelope(e.obj)
+		c.charge(e, len(e.protobuf))
+	})
+	return e.protobuf, e.protobufErr
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -245,6 +246,9 @@ func (r *run) waitUp(ctx context.Context) (*rest.Config, error) {
 			}
 			// The bench's watches and profile fetches must not queue behind a client-side limit.
 			c.QPS, c.Burst = 1000, 2000
+			// Protobuf, as clusterloader2 configures its clients: the pod watch and lists
+			// then cost what Kubernetes' own clients cost.
+			c.ContentType = runtime.ContentTypeProtobuf
 			cs, err := kubernetes.NewForConfig(c)
 			if err != nil {
 				return false, err.Error()
