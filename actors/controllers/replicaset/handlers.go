@@ -25,24 +25,38 @@ func (c *controller) enqueueMatching(p *corev1.Pod) {
 	}
 }
 
-// podBatch is how long a pod event that only changes a ReplicaSet's counts may wait for its
-// sync. A sync walks every pod the ReplicaSet has, so one sync per pod event costs a
-// 30,000-pod ReplicaSet time quadratic in its size; batched, it is at most one sync per
-// podBatch. kube-controller-manager's Job controller batches pod events the same way
-// (syncJobBatchPeriod). Events the controller must act on promptly are not batched: the last
+// countBatch is how long an event that only changes a ReplicaSet's counts may wait for its
+// sync: a pod's readiness or status, and the ReplicaSet's own status write coming back. A sync
+// walks every pod the ReplicaSet has, so one sync per such event costs a 30,000-pod
+// ReplicaSet time quadratic in its size (and a status write's echo syncs again, which writes
+// again, back to back); batched, it is at most one sync per countBatch. kube-controller-manager's
+// Job controller batches pod events the same way (syncJobBatchPeriod). Events the controller
+// must act on promptly are not batched: a spec or metadata change of the ReplicaSet, the last
 // awaited create or delete (the next batch of pods may start), a pod that stopped being active
 // (its replacement), and changes of ownership or labels.
-const podBatch = 250 * time.Millisecond
+const countBatch = 250 * time.Millisecond
+
+// replicaSetUpdated syncs a ReplicaSet whose spec or metadata changed at once; one whose
+// status alone moved (its own write, mostly) within countBatch.
+func (c *controller) replicaSetUpdated(old, cur *appsv1.ReplicaSet) {
+	if old.Generation == cur.Generation && reflect.DeepEqual(old.ObjectMeta.Labels, cur.ObjectMeta.Labels) &&
+		old.DeletionTimestamp.Equal(cur.DeletionTimestamp) && reflect.DeepEqual(old.OwnerReferences, cur.OwnerReferences) &&
+		reflect.DeepEqual(old.Finalizers, cur.Finalizers) {
+		c.queue.AddAfter(controllerkit.KeyOf(cur), countBatch)
+		return
+	}
+	c.enqueueRS(cur)
+}
 
 // enqueueCounted syncs rs for a pod create or delete it expected or counts: at once when no
-// other is awaited any more, else within podBatch.
+// other is awaited any more, else within countBatch.
 func (c *controller) enqueueCounted(rs *appsv1.ReplicaSet) {
 	key := controllerkit.KeyOf(rs)
 	if c.exp.Satisfied(key) {
 		c.queue.Add(key)
 		return
 	}
-	c.queue.AddAfter(key, podBatch)
+	c.queue.AddAfter(key, countBatch)
 }
 
 func (c *controller) podAdded(p *corev1.Pod) {
@@ -87,7 +101,7 @@ func (c *controller) podUpdated(old, cur *corev1.Pod) {
 	if oldRef == nil || oldRef.UID != curRef.UID || !reflect.DeepEqual(old.Labels, cur.Labels) || controllerkit.IsPodActive(old) != controllerkit.IsPodActive(cur) {
 		c.enqueueRS(rs)
 	} else {
-		c.queue.AddAfter(controllerkit.KeyOf(rs), podBatch) // readiness or status only: counts
+		c.queue.AddAfter(controllerkit.KeyOf(rs), countBatch) // readiness or status only: counts
 	}
 	// Becoming available happens minReadySeconds after becoming ready, with no event of its own.
 	if rs.Spec.MinReadySeconds > 0 && !controllerkit.IsPodReady(old) && controllerkit.IsPodReady(cur) {

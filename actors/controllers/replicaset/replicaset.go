@@ -59,7 +59,7 @@ func New(cfg Config) func() actorkit.Actor {
 		Watches: []controllerkit.Watch{
 			{Informer: c.rss, Handler: informer.Funcs{
 				Add:    func(o runtime.Object) { c.enqueueRS(o.(*appsv1.ReplicaSet)) },
-				Update: func(_, o runtime.Object) { c.enqueueRS(o.(*appsv1.ReplicaSet)) },
+				Update: func(old, o runtime.Object) { c.replicaSetUpdated(old.(*appsv1.ReplicaSet), o.(*appsv1.ReplicaSet)) },
 				Delete: func(o runtime.Object) {
 					rs := o.(*appsv1.ReplicaSet)
 					c.exp.Forget(controllerkit.KeyOf(rs))

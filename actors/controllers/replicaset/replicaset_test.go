@@ -236,3 +236,28 @@ func reconciles(t *testing.T) uint64 {
 	}
 	return total
 }
+
+// A ReplicaSet whose status alone changed (its own status write coming back) is synced after
+// the batch period, not at once: otherwise every status write's echo syncs and writes again.
+func TestAStatusOnlyChangeOfTheReplicaSetWaitsForTheBatch(t *testing.T) {
+	cp, ctx := setup(t)
+	if _, err := cp.Client.Create(ctx, ct.ReplicaSet("web", "web", 2)); err != nil {
+		t.Fatal(err)
+	}
+	rs := waitReady(t, cp, "web", 2)
+	settled := settledReconciles(t)
+	rs.Status.Conditions = append(rs.Status.Conditions, appsv1.ReplicaSetCondition{Type: "Probe", Status: corev1.ConditionTrue})
+	wrote := time.Now()
+	if _, err := cp.Client.UpdateStatus(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	for reconciles(t) == settled {
+		if time.Since(wrote) > 10*time.Second {
+			t.Fatal("the status change was never synced")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if waited := time.Since(wrote); waited < 200*time.Millisecond {
+		t.Fatalf("synced %v after a status-only change, want it batched (>= 200ms)", waited)
+	}
+}
