@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/skiff-sh/skiff/schemas"
@@ -26,6 +27,9 @@ func TestNetnsRestartEverything(t *testing.T) {
 	client := c.waitPods("app=client", 1, 60*time.Second, nil)[0]
 	vip := c.clusterIP("backend")
 	testutil.Eventually(t, 30*time.Second, 100*time.Millisecond, func() error { _, err := c.get(client, "http://"+vip+"/"); return err })
+	// The controllers' status writes settle before the snapshot: a ReplicaSet batches its
+	// count updates, and one still pending at the stop is written after the restart.
+	c.waitDeploymentAvailable("backend", 2)
 
 	before := c.versions()
 	pids := c.pids()
@@ -64,6 +68,24 @@ func TestNetnsRestartEverything(t *testing.T) {
 			}
 		}
 	}
+}
+
+// waitDeploymentAvailable waits until the Deployment's status, written from its ReplicaSets',
+// reports want replicas updated, ready and available for its current generation.
+func (c *cluster) waitDeploymentAvailable(name string, want int32) {
+	c.t.Helper()
+	k, _ := schemas.ByResource("apps", "v1", "deployments")
+	testutil.Eventually(c.t, 30*time.Second, 100*time.Millisecond, func() error {
+		obj, err := c.client().Get(context.Background(), k, "default", name)
+		if err != nil {
+			return err
+		}
+		d := obj.(*appsv1.Deployment)
+		if st := d.Status; st.ObservedGeneration != d.Generation || st.Replicas != want || st.UpdatedReplicas != want || st.ReadyReplicas != want || st.AvailableReplicas != want {
+			return fmt.Errorf("deployment %s: status %+v at generation %d, want %d replicas available", name, st, d.Generation, want)
+		}
+		return nil
+	})
 }
 
 // versions maps every object of the workload kinds in default to its resourceVersion.
