@@ -287,28 +287,32 @@ func TestStoreWriteErrorTurnsReadyzRed(t *testing.T) {
 		c.DataDir, c.DiskMinFree, c.DiskReserve = filepath.Join(disk, "skiff"), 1, 1
 	})
 	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: cp.URL(), QPS: -1})
-	// Another process leaves 3 MiB: JetStream's own limit (75% of the disk free at its start)
-	// is far off, so its writes meet ENOSPC.
-	f, err := os.Create(filepath.Join(disk, "filler"))
+	// Another process fills the disk but for one page before each write: the guard (floor 1
+	// byte) lets the write through, and JetStream meets ENOSPC (it does not answer a publish
+	// its store failed: the write waits out its context). When a background write (a lease
+	// renewal) took that page first, the guard refuses with 507 and the filler gives a page back.
+	f, err := os.OpenFile(filepath.Join(disk, "filler"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, int64(freeBytes(t, disk)-3<<20)); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	defer f.Close()
+	const page = 4096
 	big := strings.Repeat("x", 256<<10)
-	for i := 0; err == nil; i++ {
-		// JetStream does not answer a publish its store failed: the write waits out its context.
+	var failed error
+	for i := 0; failed == nil; i++ {
+		if i > 20 {
+			t.Fatalf("no write reached JetStream's ENOSPC in %d tries", i)
+		}
+		leaveOnePage(t, f, freeBytes(t, disk), page)
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("big-%d", i)}, Data: map[string]string{"v": big}}
-		_, err = cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+		_, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
 		cancel()
-		if i > 1000 {
-			t.Fatal("no write failed on a 48 MiB disk")
+		if se := (*apierrors.StatusError)(nil); err != nil && !(errors.As(err, &se) && se.ErrStatus.Code == http.StatusInsufficientStorage) {
+			failed = err
 		}
 	}
-	t.Logf("first failed write: %v", err)
+	t.Logf("first failed write: %v", failed)
 	testutil.Eventually(t, 10*time.Second, 20*time.Millisecond, func() error {
 		code, body := healthCode(t, cp.URL()+"/readyz")
 		if code != http.StatusInternalServerError || !strings.Contains(body, "no space left on device") {
@@ -317,6 +321,24 @@ func TestStoreWriteErrorTurnsReadyzRed(t *testing.T) {
 		t.Logf("/readyz: %s", strings.TrimSpace(body))
 		return nil
 	})
+}
+
+// leaveOnePage grows or shrinks filler so that the disk has one page free.
+func leaveOnePage(t *testing.T, filler *os.File, free, page uint64) {
+	t.Helper()
+	st, err := filler.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case free > page:
+		err = unix.Fallocate(int(filler.Fd()), 0, 0, st.Size()+int64(free-page))
+	case free < page:
+		err = filler.Truncate(st.Size() - int64(page))
+	}
+	if err != nil && !errors.Is(err, unix.ENOSPC) { // ENOSPC: a background write was quicker
+		t.Fatal(err)
+	}
 }
 
 // The state log filling the disk by itself (here new versions of one key, kept until
