@@ -50,7 +50,7 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *schemas.Ki
 			writeError(w, apierrors.NewInternalError(err))
 			return
 		}
-		writeAnswer(w, a, http.StatusOK, l)
+		writeEncoded(w, a.protobuf, http.StatusOK, l)
 		return
 	}
 	if a.protobuf {

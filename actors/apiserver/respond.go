@@ -34,7 +34,12 @@ func writeAnswer(w http.ResponseWriter, a answer, code int, obj runtime.Object) 
 			return
 		}
 	}
-	if a.protobuf {
+	writeEncoded(w, a.protobuf, code, obj)
+}
+
+// writeEncoded answers with obj in protobuf if asked and obj has a protobuf form, else JSON.
+func writeEncoded(w http.ResponseWriter, protobuf bool, code int, obj runtime.Object) {
+	if protobuf {
 		data, ok, err := schemas.EncodeProtobuf(obj)
 		if err != nil {
 			writeError(w, apierrors.NewInternalError(err))
