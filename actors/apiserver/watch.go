@@ -141,14 +141,14 @@ func watchTimeout(info requestInfo) time.Duration {
 }
 
 type eventWriter struct {
-	w       http.ResponseWriter
+	w        http.ResponseWriter
 	flusher  http.Flusher
 	answer   answer
-	encoding encoding       // of the shared events; not for a table
+	encoding encoding        // of the shared events; not for a table
 	frames   *protobufFrames // protobuf frames; nil for newline-delimited JSON
-	kind    *schemas.Kind
-	now     func() time.Time
-	shared  *sharedEvents
+	kind     *schemas.Kind
+	now      func() time.Time
+	shared   *sharedEvents
 }
 
 // write translates one log event for this watcher's selector: an update that moves an object
