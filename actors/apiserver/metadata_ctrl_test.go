@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -29,7 +28,8 @@ func TestControllerRuntimeMetadataOnlyWatch(t *testing.T) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(&rest.Config{Host: objs.a.base}, ctrl.Options{Scheme: scheme,
+	cfg, ft := formatConfig(objs.a.base, true)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +68,9 @@ func TestControllerRuntimeMetadataOnlyWatch(t *testing.T) {
 	log.waitFor(t, "b/y")
 	objs.remove("a")
 	log.waitFor(t, "gone a")
+	if n := ft.lists.Load(); n != 1 {
+		t.Fatalf("the metadata cache listed pods %d times: its watch failed", n)
+	}
 
 	l := &metav1.PartialObjectMetadataList{}
 	l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,9 +34,14 @@ var (
 type formatTransport struct {
 	protobuf bool
 	rec      contentTypes
+	lists    atomic.Int32 // pod lists and watch-lists: an informer whose watches work asks once
 }
 
 func (f *formatTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if q := r.URL.Query(); r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/pods") &&
+		(q.Get("watch") != "true" || q.Get("sendInitialEvents") == "true") {
+		f.lists.Add(1)
+	}
 	if !f.protobuf {
 		var keep []string
 		for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
@@ -64,11 +70,17 @@ func (f *formatTransport) check(t *testing.T) {
 	}
 }
 
+// formatConfig is a client config whose requests go through a formatTransport.
+func formatConfig(host string, protobuf bool) (*rest.Config, *formatTransport) {
+	ft := &formatTransport{protobuf: protobuf}
+	return &rest.Config{Host: host,
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { ft.rec.next = rt; return ft }}, ft
+}
+
 func metadataClient(t *testing.T, host string, protobuf bool) (metadata.Interface, *formatTransport) {
 	t.Helper()
-	ft := &formatTransport{protobuf: protobuf}
-	mc, err := metadata.NewForConfig(&rest.Config{Host: host,
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { ft.rec.next = rt; return ft }})
+	cfg, ft := formatConfig(host, protobuf)
+	mc, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,6 +294,9 @@ func TestMetadataInformerFollowsPods(t *testing.T) {
 			log.waitFor(t, "delete before/")
 			cancel()
 			ft.check(t)
+			if n := ft.lists.Load(); n != 1 {
+				t.Fatalf("the informer listed %d times: its watch failed", n)
+			}
 		})
 	}
 }
