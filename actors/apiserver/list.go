@@ -30,19 +30,30 @@ func (l *listBody) DeepCopyObject() runtime.Object {
 	return &c
 }
 
-func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
+// serveList answers a list in the negotiated shape: the kind's list, a table, or a
+// PartialObjectMetadataList.
+func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo, a answer) {
 	objs, lm, err := s.listPage(r.Context(), k, info)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if wantsTable(r) {
+	switch a.shape {
+	case shapeTable:
 		t := schemas.Table(k, objs, s.now())
 		t.ListMeta = lm
 		writeJSON(w, http.StatusOK, t)
 		return
+	case shapeMetadataList:
+		l, err := asMetadataList(objs, lm, a.gv)
+		if err != nil {
+			writeError(w, apierrors.NewInternalError(err))
+			return
+		}
+		writeEncoded(w, a.protobuf, http.StatusOK, l)
+		return
 	}
-	if answersProtobuf(r, k) {
+	if a.protobuf {
 		data, err := protobufList(k, objs, lm)
 		if err != nil {
 			writeError(w, apierrors.NewInternalError(err))

@@ -15,11 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -288,31 +286,5 @@ func TestCustomResourceProtobufAcceptFallsBackToJSON(t *testing.T) {
 	// Pods have protobuf: the same Accept gets it.
 	if code, ct, _ := getWith(t, a.base+podsPath, acceptOnlyProtobuf); code != 200 || ct != protobufType {
 		t.Errorf("pods with protobuf only: %d %s", code, ct)
-	}
-}
-
-// A metadata-only client (controller-runtime's metadata informers) asks for
-// PartialObjectMetadataList with a protobuf type first: not a plain protobuf answer, so the
-// list stays JSON (the full objects, which the client reads as their metadata), as before.
-func TestMetadataClientListsPods(t *testing.T) {
-	cp := testutil.StartControlPlane(t, apiOnly)
-	cs, _ := protobufClient(t, cp.URL())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := cs.CoreV1().Pods("default").Create(ctx, newPod("m"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rec := &contentTypes{}
-	mc, err := metadata.NewForConfig(&rest.Config{Host: cp.URL(),
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { rec.next = rt; return rec }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := mc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace("default").List(ctx, metav1.ListOptions{})
-	if err != nil || len(l.Items) != 1 || l.Items[0].Name != "m" || l.Items[0].UID == "" || l.ResourceVersion == "" {
-		t.Fatalf("metadata list: %v %v", l, err)
-	}
-	if seen := rec.take(); len(seen) != 1 || seen[0] != "GET application/json" {
-		t.Fatalf("metadata list answered as %v", seen)
 	}
 }

@@ -27,10 +27,16 @@ import (
 // (each a raw protobuf metav1.WatchEvent) with apimachinery's frame reader.
 func protobufFramesOf(t *testing.T, url string) func(n int) [][]byte {
 	t.Helper()
+	return protobufFramesAccepting(t, url, schemas.ContentTypeProtobuf+", application/json")
+}
+
+// protobufFramesAccepting is protobufFramesOf with the given Accept.
+func protobufFramesAccepting(t *testing.T, url, accept string) func(n int) [][]byte {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	req.Header.Set("Accept", schemas.ContentTypeProtobuf+", application/json")
+	req.Header.Set("Accept", accept)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,10 +24,22 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	}
 }
 
-// writeObject answers with obj in protobuf when the request's Accept prefers it and obj has a
-// protobuf form (as kube-apiserver negotiates), else in JSON.
-func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
-	if prefersProtobuf(r.Header.Get("Accept")) {
+// writeAnswer answers with obj in the negotiated answer a: its metadata alone when a asks
+// for that, in protobuf when a is and obj has a protobuf form, else in JSON.
+func writeAnswer(w http.ResponseWriter, a answer, code int, obj runtime.Object) {
+	if a.metadata() {
+		var err error
+		if obj, err = metadataAnswer(obj, a); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	writeEncoded(w, a.protobuf, code, obj)
+}
+
+// writeEncoded answers with obj in protobuf if asked and obj has a protobuf form, else JSON.
+func writeEncoded(w http.ResponseWriter, protobuf bool, code int, obj runtime.Object) {
+	if protobuf {
 		data, ok, err := schemas.EncodeProtobuf(obj)
 		if err != nil {
 			writeError(w, apierrors.NewInternalError(err))
@@ -90,14 +101,4 @@ func toStatus(err error) *metav1.Status {
 
 func badRequest(format string, args ...any) error {
 	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
-}
-
-// wantsTable reports whether the client asked for server-side printing (kubectl get does).
-func wantsTable(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		if strings.Contains(part, "as=Table") {
-			return true
-		}
-	}
-	return false
 }

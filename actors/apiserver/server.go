@@ -219,7 +219,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errNotServed)
 		return
 	}
-	if err := notAcceptable(r, k, info); err != nil {
+	ans, err := answerFor(r, k, info)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -257,18 +258,18 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		obj, err = s.getObject(ctx, k, info)
-		if err == nil && wantsTable(r) {
+		if err == nil && ans.shape == shapeTable {
 			obj = schemas.Table(k, []runtime.Object{obj}, s.now())
 		}
 	case "list":
-		s.serveList(w, r, k, info)
+		s.serveList(w, r, k, info, ans)
 		return
 	case "watch":
 		if isWirePoll(ctx) {
 			s.serveWatchPoll(w, r, k, info)
 			return
 		}
-		s.serveWatch(w, r, k, info)
+		s.serveWatch(w, r, k, info, ans)
 		return
 	case "create":
 		switch info.subresource {
@@ -306,7 +307,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeObject(w, r, code, obj)
+	writeAnswer(w, ans, code, obj)
 }
 
 // writeBody reads the body of a method that carries one; native: see protobufBody.

@@ -34,8 +34,9 @@ var linePrefix = func() map[watch.EventType][]byte {
 var lineEnd = []byte("}\n")
 
 // serveWatch streams events as kube-apiserver does: newline-delimited JSON, or length-prefixed
-// protobuf frames when Accept prefers protobuf and the kind has it (tables are JSON only).
-func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo) {
+// protobuf frames when the answer negotiated is protobuf (tables are JSON only); each event's
+// object is the object, a table of it or its metadata (a PartialObjectMetadata).
+func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.Kind, info requestInfo, a answer) {
 	sel, err := watchSelector(k, info)
 	if err != nil {
 		writeError(w, err)
@@ -56,9 +57,9 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, k *schemas.K
 		watcher, err = s.log.Watch(ctx, schemas.StoragePrefix(k, info.namespace), opts)
 	}
 	flusher, _ := w.(http.Flusher)
-	enc := &eventWriter{w: w, flusher: flusher, table: wantsTable(r), kind: k, now: s.now, shared: s.events}
+	enc := &eventWriter{w: w, flusher: flusher, answer: a, encoding: encodingOf(a), kind: k, now: s.now, shared: s.events}
 	contentType := "application/json"
-	if !enc.table && answersProtobuf(r, k) {
+	if a.protobuf {
 		enc.frames = newProtobufFrames(w)
 		contentType = contentTypeProtobufWatch
 	}
@@ -140,13 +141,14 @@ func watchTimeout(info requestInfo) time.Duration {
 }
 
 type eventWriter struct {
-	w       http.ResponseWriter
-	flusher http.Flusher
-	table   bool
-	frames  *protobufFrames // protobuf frames; nil for newline-delimited JSON
-	kind    *schemas.Kind
-	now     func() time.Time
-	shared  *sharedEvents
+	w        http.ResponseWriter
+	flusher  http.Flusher
+	answer   answer
+	encoding encoding        // of the shared events; not for a table
+	frames   *protobufFrames // protobuf frames; nil for newline-delimited JSON
+	kind     *schemas.Kind
+	now      func() time.Time
+	shared   *sharedEvents
 }
 
 // write translates one log event for this watcher's selector: an update that moves an object
@@ -187,6 +189,8 @@ func (e *eventWriter) write(ev statelog.Event, sel selector, explicitInitial boo
 	return true
 }
 
+// bookmark is an empty object of the watch's kind (or its metadata, for a metadata watch)
+// carrying only the revision, and the initial-events-end annotation where it applies.
 func (e *eventWriter) bookmark(ev statelog.Event) runtime.Object {
 	obj := e.kind.New()
 	setTypeMeta(obj, e.kind)
@@ -195,22 +199,20 @@ func (e *eventWriter) bookmark(ev statelog.Event) runtime.Object {
 	if ev.InitialEnd {
 		m.SetAnnotations(map[string]string{initialEventsEnd: "true"})
 	}
+	if e.answer.metadata() {
+		p, _ := asMetadata(obj, e.answer.gv) // obj has metadata: no error
+		return p
+	}
 	return obj
 }
 
-// emit sends a stored object's shared JSON or protobuf; a table is per watcher (its ages are
-// now's).
+// emit sends a stored object's shared encoding in the watch's format; a table is per watcher
+// (its ages are now's).
 func (e *eventWriter) emit(t watch.EventType, obj *sharedEvent) bool {
-	if e.table {
+	if e.answer.shape == shapeTable {
 		return e.emitObject(t, schemas.Table(e.kind, []runtime.Object{obj.obj}, e.now()))
 	}
-	var data []byte
-	var err error
-	if e.frames != nil {
-		data, err = e.shared.protobuf(obj)
-	} else {
-		data, err = e.shared.json(obj)
-	}
+	data, err := e.shared.encoded(obj, e.encoding)
 	if err != nil {
 		return true
 	}

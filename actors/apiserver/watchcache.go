@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 
@@ -17,9 +16,9 @@ import (
 const defaultSharedEventBytes = 46 << 20
 
 // sharedEvents memoises, per stored revision, the decoded object, its selectable fields and
-// its encodings (JSON, and the protobuf envelope for built-in kinds), so that N watchers of
-// one event decode it and encode it in each format once, not N times (kube-apiserver's watch
-// cache does the same with its cachingObject). Selectors still run per watcher, on the shared
+// its encodings (JSON, the protobuf envelope for built-in kinds, and the metadata alone in
+// either), so that N watchers of one event decode it and encode it in each format once, not
+// N times (kube-apiserver's watch cache does the same with its cachingObject). Selectors still run per watcher, on the shared
 // object, which nobody may modify. Each encoding is made only when a watcher of its format
 // asks for it, so an event nobody watches in protobuf never holds a protobuf copy.
 //
@@ -54,13 +53,14 @@ type sharedEvent struct {
 	fieldsOnce sync.Once
 	fields     fields.Set
 
-	encode sync.Once
-	data   []byte
-	encErr error
+	encodings [numEncodings]sharedEncoding
+}
 
-	encodeProtobuf sync.Once
-	protobuf       []byte
-	protobufErr    error
+// sharedEncoding is one encoding of an event, made once when a watcher of its format asks.
+type sharedEncoding struct {
+	once sync.Once
+	data []byte
+	err  error
 }
 
 func newSharedEvents(limit int) *sharedEvents {
@@ -144,22 +144,13 @@ func (e *sharedEvent) selectable() fields.Set {
 	return e.fields
 }
 
-// json is the object's JSON, encoded once; it is shared and must not be modified.
-func (c *sharedEvents) json(e *sharedEvent) ([]byte, error) {
-	e.encode.Do(func() {
+// encoded is the object in encoding how, encoded once; it is shared and must not be modified.
+func (c *sharedEvents) encoded(e *sharedEvent, how encoding) ([]byte, error) {
+	enc := &e.encodings[how]
+	enc.once.Do(func() {
 		c.encodes.Add(1)
-		e.data, e.encErr = json.Marshal(e.obj)
-		c.charge(e, len(e.data))
+		enc.data, enc.err = encodeAs(e.obj, how)
+		c.charge(e, len(enc.data))
 	})
-	return e.data, e.encErr
-}
-
-// protobuf is the object's protobuf envelope, encoded once; shared, it must not be modified.
-func (c *sharedEvents) protobuf(e *sharedEvent) ([]byte, error) {
-	e.encodeProtobuf.Do(func() {
-		c.encodes.Add(1)
-		e.protobuf, e.protobufErr = encodeEnvelope(e.obj)
-		c.charge(e, len(e.protobuf))
-	})
-	return e.protobuf, e.protobufErr
+	return enc.data, enc.err
 }
