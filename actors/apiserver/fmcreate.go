@@ -51,33 +51,38 @@ var createFields byContent[[]metav1.ManagedFieldsEntry]
 // createFieldsHits counts creates answered from createFields (tests read it).
 var createFieldsHits atomic.Int64
 
+// maxCreateKey bounds a memoised create's key, so the memo holds at most a few MB: objects
+// created by the thousand from one template are small (a pod's ~2 KB).
+const maxCreateKey = 16 << 10
+
 var keyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // trackCreate records a create's managedFields as trackUpdate would against an empty live
 // object, from createFields when an object of the same content was created before.
 func trackCreate(k *schemas.Kind, obj runtime.Object, wo writeOptions) runtime.Object {
-	live := k.New()
-	setTypeMeta(live, k)
 	if wo.applied {
 		return obj
 	}
+	live := func() runtime.Object { o := k.New(); setTypeMeta(o, k); return o }
 	sub := wo.trackAs
 	manager := managerOf(wo)
 	bp := keyBuffers.Get().(*[]byte)
-	defer keyBuffers.Put(bp)
 	key, ok := createKey((*bp)[:0], k, sub, manager, obj)
-	*bp = key[:0]
+	if cap(key) <= maxCreateKey {
+		*bp = key[:0]
+		defer keyBuffers.Put(bp)
+	}
 	if !ok {
-		return trackUpdate(k, "", live, obj, wo)
+		return trackUpdate(k, "", live(), obj, wo)
 	}
 	fm, err := fieldManagerFor(k, sub)
 	if err != nil {
-		return trackUpdate(k, "", live, obj, wo)
+		return trackUpdate(k, "", live(), obj, wo)
 	}
 	computed := false
 	fields, err := createFields.lookup(key, func([]byte) ([]metav1.ManagedFieldsEntry, error) {
 		computed = true
-		made, err := updateFields(fm, k, live, obj, manager)
+		made, err := updateFields(fm, k, live(), obj, manager)
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +91,7 @@ func trackCreate(k *schemas.Kind, obj runtime.Object, wo writeOptions) runtime.O
 	})
 	switch {
 	case err != nil: // the plain path's result, its error logged and the live entries kept
-		return trackUpdate(k, "", live, obj, wo)
+		return trackUpdate(k, "", live(), obj, wo)
 	case !computed:
 		createFieldsHits.Add(1)
 		now := time.Now().UTC() // as the field manager stamps an entry
@@ -152,6 +157,9 @@ func createKey(buf []byte, k *schemas.Kind, sub, manager string, obj runtime.Obj
 	om.Name, om.Namespace, om.UID, om.SelfLink, om.ResourceVersion = "", "", "", "", ""
 	om.CreationTimestamp, om.Generation, om.ManagedFields = metav1.Time{}, 0, nil
 	n := enc.Size()
+	if len(buf)+n > maxCreateKey {
+		return buf, false
+	}
 	start := len(buf)
 	buf = slices.Grow(buf, n)[:start+n]
 	if _, err := enc.MarshalToSizedBuffer(buf[start:]); err != nil {

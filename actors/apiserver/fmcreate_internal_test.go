@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,6 +166,13 @@ func TestCreateMemoEdgeCases(t *testing.T) {
 	for i, reset := range [][]metav1.ManagedFieldsEntry{{}, {{}}} {
 		sent.ManagedFields = reset
 		sameCreate(t, fmt.Sprintf("reset form %d", i), pods, sent, wo)
+	}
+	big := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "big"},
+		Data: map[string]string{"blob": strings.Repeat("x", maxCreateKey)}}
+	configMaps, _ := schemas.ByResource("", "v1", "configmaps")
+	sameCreate(t, "large", configMaps, big, wo)
+	if cached(configMaps, big, wo) {
+		t.Fatal("an object over the key bound is memoised")
 	}
 	for _, m := range []string{"a", "b", "a"} {
 		sameCreate(t, "manager "+m, pods, template, writeOptions{fieldManager: m})
