@@ -182,6 +182,17 @@ func TestCreateMemoEdgeCases(t *testing.T) {
 	if sameCreate(t, "containers nil", pods, noContainers, wo) == sameCreate(t, "containers empty", pods, emptyContainers, wo) {
 		t.Fatal("nil and empty containers recorded alike")
 	}
+	// With omitempty, nil and empty are both left out: one key, one result.
+	bare := controllerPod()
+	bare.Labels, bare.OwnerReferences = nil, nil
+	bare.GenerateName = tag
+	emptied := renamed(bare, 9).(*corev1.Pod)
+	emptied.Labels, emptied.OwnerReferences, emptied.Spec.ImagePullSecrets = map[string]string{}, []metav1.OwnerReference{}, []corev1.LocalObjectReference{}
+	sameCreate(t, "omitempty nil", pods, bare, wo)
+	if !cached(pods, emptied, wo) {
+		t.Fatal("omitted empty lists change the key")
+	}
+	sameCreate(t, "omitempty empty", pods, emptied, wo)
 	es := &discoveryv1.EndpointSlice{TypeMeta: metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
 		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "default", Labels: map[string]string{"run": tag}}, AddressType: discoveryv1.AddressTypeIPv4}
 	esEmpty := es.DeepCopy()
