@@ -122,7 +122,7 @@ func createKey(buf []byte, k *schemas.Kind, sub, manager string, obj runtime.Obj
 	if k.Custom != nil {
 		return buf, false
 	}
-	if tc, err := typeConverterFor(k.GVK); err != nil || tc != builtinTypes() {
+	if !builtinSchema(k) {
 		return buf, false
 	}
 	enc, isProto := obj.(protoEncoder)
@@ -166,6 +166,20 @@ func createKey(buf []byte, k *schemas.Kind, sub, manager string, obj runtime.Obj
 		return buf[:start], false
 	}
 	return buf, true
+}
+
+var builtinSchemas sync.Map // *schemas.Kind -> bool
+
+// builtinSchema: k's field manager converts with builtinTypes (typeConverterFor makes an
+// object to find out, so the answer is kept).
+func builtinSchema(k *schemas.Kind) bool {
+	if v, ok := builtinSchemas.Load(k); ok {
+		return v.(bool)
+	}
+	tc, err := typeConverterFor(k.GVK)
+	is := err == nil && tc == builtinTypes()
+	builtinSchemas.Store(k, is)
+	return is
 }
 
 // noEntries: sent managedFields the field manager of a create replaces with none (none, an
