@@ -173,9 +173,7 @@ func (s *Server) createObject(ctx context.Context, k *schemas.Kind, ns string, o
 func (s *Server) finishCreate(ctx context.Context, k *schemas.Kind, obj runtime.Object, wo writeOptions) (runtime.Object, error) {
 	schemas.Default(obj)
 	// Defaulted fields belong to the creator, as kube-apiserver decodes with defaults first.
-	live := k.New()
-	setTypeMeta(live, k)
-	obj = trackUpdate(k, "", live, obj, wo)
+	obj = trackCreate(k, obj, wo)
 	m := mustMeta(obj)
 	attrs := &Attributes{Verb: "create", Kind: k, Namespace: m.GetNamespace(), Name: m.GetName(), Object: obj}
 	if err := s.mutate(ctx, attrs); err != nil {

@@ -17,26 +17,35 @@ import (
 )
 
 // The field manager's three full runs per pod of a scaled Deployment, as the server makes
-// them (trackUpdate, objects as the write path holds them): the ReplicaSet controller's
-// create, the scheduler's Scheduled event, the kubelet's first status write.
+// them: the ReplicaSet controller's create, the scheduler's Scheduled event, the kubelet's
+// first status write. A create runs as before (plain: trackUpdate over an empty live object)
+// and through trackCreate's memo: pods of one template hit it, pods that differ (a label each)
+// and events (each its own message) miss it, paying for the key on top of the plain run.
 func BenchmarkTrackUpdate(b *testing.B) {
 	pods, events := benchKind(b, "", "pods"), benchKind(b, "", "events")
-	b.Run("pod-create", func(b *testing.B) {
-		benchTrack(b, pods, "", "replicaset-controller", func(int) (runtime.Object, runtime.Object) {
-			live := pods.New()
-			setTypeMeta(live, pods)
-			return live, controllerPod()
+	samePod := func(int) (runtime.Object, runtime.Object) { return nil, controllerPod() }
+	unlikePod := func(i int) (runtime.Object, runtime.Object) {
+		p := controllerPod()
+		p.Labels["n"] = fmt.Sprint(i)
+		return nil, p
+	}
+	event := func(i int) (runtime.Object, runtime.Object) { return nil, scheduledEvent(i) }
+	for _, c := range []struct {
+		name string
+		k    *schemas.Kind
+		mgr  string
+		pair func(int) (runtime.Object, runtime.Object)
+	}{{"pod-create", pods, "replicaset-controller", samePod}, {"pod-create-unlike", pods, "replicaset-controller", unlikePod},
+		{"event-create", events, "default-scheduler", event}} {
+		b.Run(c.name+"/plain", func(b *testing.B) {
+			benchTrack(b, c.k, "", c.mgr, func(i int) (runtime.Object, runtime.Object) {
+				_, next := c.pair(i)
+				return newOf(c.k), next
+			})
 		})
-	})
-	b.Run("event-create", func(b *testing.B) {
-		benchTrack(b, events, "", "default-scheduler", func(i int) (runtime.Object, runtime.Object) {
-			live := events.New()
-			setTypeMeta(live, events)
-			return live, scheduledEvent(i)
-		})
-	})
-	created := trackUpdate(pods, "", func() runtime.Object { o := pods.New(); setTypeMeta(o, pods); return o }(),
-		controllerPod(), writeOptions{fieldManager: "replicaset-controller"}).(*corev1.Pod)
+		b.Run(c.name+"/memo", func(b *testing.B) { benchTrack(b, c.k, "", c.mgr, c.pair) })
+	}
+	created := trackUpdate(pods, "", newOf(pods), controllerPod(), writeOptions{fieldManager: "replicaset-controller"}).(*corev1.Pod)
 	created.Spec.NodeName = "sim-0042"
 	b.Run("pod-status-first", func(b *testing.B) {
 		benchTrack(b, pods, "status", "skiff-node", func(int) (runtime.Object, runtime.Object) {
@@ -56,7 +65,8 @@ func benchKind(b *testing.B, group, resource string) *schemas.Kind {
 	return k
 }
 
-// benchTrack times trackUpdate over b.N pairs made beforehand (it writes into next).
+// benchTrack times trackUpdate over b.N pairs made beforehand (it writes into next), or
+// trackCreate where a pair has no live object; CPU time too, the machine being shared.
 func benchTrack(b *testing.B, k *schemas.Kind, sub, manager string, pair func(int) (runtime.Object, runtime.Object)) {
 	lives, nexts := make([]runtime.Object, b.N), make([]runtime.Object, b.N)
 	for i := range lives {
@@ -65,11 +75,19 @@ func benchTrack(b *testing.B, k *schemas.Kind, sub, manager string, pair func(in
 	wo := writeOptions{fieldManager: manager}
 	b.ReportAllocs()
 	b.ResetTimer()
+	before := cpuTime()
 	for i := range lives {
-		if out := trackUpdate(k, sub, lives[i], nexts[i], wo); len(mustMeta(out).GetManagedFields()) == 0 {
+		var out runtime.Object
+		if lives[i] == nil {
+			out = trackCreate(k, nexts[i], wo)
+		} else {
+			out = trackUpdate(k, sub, lives[i], nexts[i], wo)
+		}
+		if len(mustMeta(out).GetManagedFields()) == 0 {
 			b.Fatal("no managed fields recorded")
 		}
 	}
+	reportCPU(b, before)
 }
 
 // controllerPod is a Deployment's pod as the ReplicaSet controller creates it, defaulted.
@@ -123,4 +141,20 @@ func runningStatus(p *corev1.Pod) {
 	for _, c := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
 		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: c, Status: corev1.ConditionTrue, LastTransitionTime: now})
 	}
+}
+
+// The create memo's key for a Deployment's pod: what a create pays on top of the field
+// manager when it misses, and all but a copy of the entries when it hits.
+func BenchmarkCreateKey(b *testing.B) {
+	pods := benchKind(b, "", "pods")
+	p := controllerPod()
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		var ok bool
+		if buf, ok = createKey(buf[:0], pods, "", "replicaset-controller", p); !ok {
+			b.Fatal("no key")
+		}
+	}
+	b.ReportMetric(float64(len(buf)), "key-bytes")
 }

@@ -30,6 +30,19 @@ func trackFull(fm *managedfields.FieldManager, k *schemas.Kind, live, next runti
 	return next
 }
 
+// updateFields is the managed fields trackFull records, or the field manager's error.
+func updateFields(fm *managedfields.FieldManager, k *schemas.Kind, live, next runtime.Object, manager string) ([]metav1.ManagedFieldsEntry, error) {
+	lv, nv, ok := withoutUnchanged(k, live, next)
+	if !ok {
+		lv, nv = live, next
+	}
+	out, err := fm.Update(lv, nv, manager)
+	if err != nil {
+		return nil, err
+	}
+	return mustMeta(out).GetManagedFields(), nil
+}
+
 // withoutUnchanged returns shallow copies of live and next whose top-level fields other than
 // metadata are zero wherever the two are equal, and ok false when there are none (or all are
 // zero already) or the views would not give the field manager's result: entries of another
