@@ -64,6 +64,11 @@ func trackCreate(k *schemas.Kind, obj runtime.Object, wo writeOptions) runtime.O
 		return obj
 	}
 	live := func() runtime.Object { o := k.New(); setTypeMeta(o, k); return o }
+	if k.GVK.Kind == "Event" {
+		// Created by the thousand but each unlike the others (object, message, times): keys
+		// of events would only push the templates' out of the memo.
+		return trackUpdate(k, "", live(), obj, wo)
+	}
 	sub := wo.trackAs
 	manager := managerOf(wo)
 	bp := keyBuffers.Get().(*[]byte)

@@ -240,3 +240,20 @@ func TestCreateMemoHitsPodsOfOneTemplate(t *testing.T) {
 		t.Fatalf("the extra label is not recorded: %s", labelled.ManagedFields[0].FieldsV1.Raw)
 	}
 }
+
+// Events are not memoised: each is unlike the others, and their keys would evict the
+// templates' pods; theirs are recorded by the plain path.
+func TestCreateMemoLeavesEventsOut(t *testing.T) {
+	events, _ := schemas.ByResource("", "v1", "events")
+	wo := writeOptions{fieldManager: "default-scheduler"}
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web-1.1", Namespace: "default"}, Reason: "Scheduled", Message: "assigned"}
+	setTypeMeta(ev, events)
+	probe := ev.DeepCopy()
+	trackCreate(events, ev, wo)
+	if cached(events, probe, wo) {
+		t.Fatal("an event's create is memoised")
+	}
+	if len(ev.ManagedFields) != 1 || ev.ManagedFields[0].Manager != "default-scheduler" {
+		t.Fatalf("recorded %v", ev.ManagedFields)
+	}
+}
