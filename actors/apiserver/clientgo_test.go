@@ -55,6 +55,13 @@ func TestClientGoInformerListsAndWatchesPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	informerFollowsPods(t, cs)
+}
+
+// informerFollowsPods runs a pod informer of cs through its list, a create, an update, a
+// refused stale update and a delete.
+func informerFollowsPods(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	pods := cs.CoreV1().Pods("default")
@@ -80,6 +87,7 @@ func TestClientGoInformerListsAndWatchesPods(t *testing.T) {
 	t0 := time.Now()
 	defer func() { t.Logf("took %v", time.Since(t0)) }()
 	factory.Start(ctx.Done())
+	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
 		t.Fatal("informer never synced")
 	}
@@ -109,7 +117,7 @@ func TestClientGoInformerListsAndWatchesPods(t *testing.T) {
 	}
 	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
 		got, err := inf.Lister().Pods("default").List(labels.Everything())
-		if err != nil || len(got) != 1 || got[0].Name != "after" {
+		if err != nil || len(got) != 1 || got[0].Name != "after" || got[0].Labels["v"] != "2" {
 			return fmt.Errorf("lister has %v (%v)", got, err)
 		}
 		return nil

@@ -1,14 +1,10 @@
 package apiserver
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -16,34 +12,6 @@ import (
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
 )
-
-// jsonLinesAccepting opens a JSON watch with the given Accept and returns a function reading
-// its next n lines.
-func jsonLinesAccepting(t *testing.T, url, accept string) func(n int) [][]byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	req.Header.Set("Accept", accept)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	r := bufio.NewReader(resp.Body)
-	return func(n int) [][]byte {
-		t.Helper()
-		var out [][]byte
-		for range n {
-			line, err := r.ReadBytes('\n')
-			if err != nil {
-				t.Fatalf("watch %s after %d lines: %v", url, len(out), err)
-			}
-			out = append(out, line)
-		}
-		return out
-	}
-}
 
 // Metadata watchers are formats of their own: two protobuf and two JSON metadata watchers of
 // an event get the same bytes per format, the metadata encoded once per format (and the full

@@ -14,12 +14,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/testkit/testutil"
@@ -190,47 +187,7 @@ func TestClientGoProtobufWatch(t *testing.T) {
 func TestClientGoProtobufInformer(t *testing.T) {
 	cp := testutil.StartControlPlane(t, apiOnly)
 	cs, rec := protobufClient(t, cp.URL())
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	pods := cs.CoreV1().Pods("default")
-	if _, err := pods.Create(ctx, newPod("before"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	factory := informers.NewSharedInformerFactory(cs, 0)
-	inf := factory.Core().V1().Pods()
-	events := &recorder{}
-	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { events.add("add " + o.(*corev1.Pod).Name) },
-		UpdateFunc: func(_, o any) { events.add("update " + o.(*corev1.Pod).Name + " " + o.(*corev1.Pod).Labels["v"]) },
-		DeleteFunc: func(o any) {
-			if p, ok := o.(*corev1.Pod); ok {
-				events.add("delete " + p.Name)
-			}
-		},
-	})
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
-		t.Fatal("informer never synced")
-	}
-	p, err := pods.Create(ctx, newPod("after"), metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Labels["v"] = "2"
-	if _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pods.Delete(ctx, "before", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"add before", "add after", "update after 2", "delete before"} {
-		testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error { return events.has(want) })
-	}
-	got, err := inf.Lister().Pods("default").List(labels.Everything())
-	if err != nil || len(got) != 1 || got[0].Name != "after" || got[0].Labels["v"] != "2" {
-		t.Fatalf("lister has %v (%v)", got, err)
-	}
+	informerFollowsPods(t, cs)
 	allProtobuf(t, rec)
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -33,15 +32,10 @@ func protobufFramesOf(t *testing.T, url string) func(n int) [][]byte {
 // protobufFramesAccepting is protobufFramesOf with the given Accept.
 func protobufFramesAccepting(t *testing.T, url, accept string) func(n int) [][]byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	req.Header.Set("Accept", accept)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := watchResponse(t, url, accept)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { resp.Body.Close() })
 	if ct := resp.Header.Get("Content-Type"); ct != contentTypeProtobufWatch {
 		t.Fatalf("watch %s: Content-Type %q, want %q", url, ct, contentTypeProtobufWatch)
 	}

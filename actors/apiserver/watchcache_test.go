@@ -79,16 +79,33 @@ func rvOf(obj map[string]any) string {
 	return rv
 }
 
-// openWatch opens a watch and returns a function reading its next raw line.
-func openWatch(t *testing.T, url string) (func() ([]byte, error), error) {
+// watchResponse opens a watch with the given Accept ("" sends none).
+func watchResponse(t *testing.T, url, accept string) (*http.Response, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	t.Cleanup(func() { resp.Body.Close() })
+	return resp, nil
+}
+
+// openWatch opens a watch and returns a function reading its next raw line.
+func openWatch(t *testing.T, url string) (func() ([]byte, error), error) {
+	return openWatchAccepting(t, url, "")
+}
+
+// openWatchAccepting is openWatch with the given Accept.
+func openWatchAccepting(t *testing.T, url, accept string) (func() ([]byte, error), error) {
+	resp, err := watchResponse(t, url, accept)
+	if err != nil {
+		return nil, err
+	}
 	r := bufio.NewReader(resp.Body)
 	return func() ([]byte, error) { return r.ReadBytes('\n') }, nil
 }
@@ -96,7 +113,14 @@ func openWatch(t *testing.T, url string) (func() ([]byte, error), error) {
 // watchLines opens a watch and returns a function reading its next n raw lines.
 func watchLines(t *testing.T, url string) func(n int) [][]byte {
 	t.Helper()
-	next, err := openWatch(t, url)
+	return jsonLinesAccepting(t, url, "")
+}
+
+// jsonLinesAccepting opens a JSON watch with the given Accept and returns a function reading
+// its next n lines.
+func jsonLinesAccepting(t *testing.T, url, accept string) func(n int) [][]byte {
+	t.Helper()
+	next, err := openWatchAccepting(t, url, accept)
 	if err != nil {
 		t.Fatal(err)
 	}
