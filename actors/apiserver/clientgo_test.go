@@ -87,7 +87,7 @@ func informerFollowsPods(t *testing.T, cs *kubernetes.Clientset) {
 	t0 := time.Now()
 	defer func() { t.Logf("took %v", time.Since(t0)) }()
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	defer func() { cancel(); factory.Shutdown() }() // Shutdown waits for the informers to stop
 	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
 		t.Fatal("informer never synced")
 	}

@@ -140,7 +140,9 @@ type contentTypes struct {
 
 func (c *contentTypes) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := c.next.RoundTrip(r)
-	if err == nil {
+	// Errors are Status objects in JSON whatever was asked (client-go reads either): only
+	// answers carrying objects are recorded.
+	if err == nil && resp.StatusCode < 400 {
 		c.mu.Lock()
 		c.seen = append(c.seen, r.Method+" "+resp.Header.Get("Content-Type"))
 		c.mu.Unlock()
