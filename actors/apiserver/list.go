@@ -54,14 +54,12 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *schemas.Ki
 		return
 	}
 	if a.protobuf {
-		data, err := protobufList(k, objs, lm)
+		list, err := typedList(k, objs, lm)
 		if err != nil {
 			writeError(w, apierrors.NewInternalError(err))
 			return
 		}
-		w.Header().Set("Content-Type", schemas.ContentTypeProtobuf)
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(data)
+		writeEncoded(w, true, http.StatusOK, list)
 		return
 	}
 	l := s.listResponse(k, objs, 0)
@@ -69,10 +67,10 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, k *schemas.Ki
 	writeJSON(w, http.StatusOK, l)
 }
 
-// protobufList is the kind's typed list (a PodList, ...) of objs in protobuf, as kube-apiserver
-// answers a list to a client preferring protobuf. The items are shallow copies of objs, which
-// are not modified (they may be shared decodes).
-func protobufList(k *schemas.Kind, objs []runtime.Object, lm metav1.ListMeta) ([]byte, error) {
+// typedList is the kind's typed list (a PodList, ...) of objs, what kube-apiserver answers in
+// protobuf to a client preferring it. The items are shallow copies of objs, which are not
+// modified (they may be shared decodes).
+func typedList(k *schemas.Kind, objs []runtime.Object, lm metav1.ListMeta) (runtime.Object, error) {
 	gvk := k.GVK.GroupVersion().WithKind(k.ListKind)
 	list, err := schemas.Scheme.New(gvk)
 	if err != nil {
@@ -89,7 +87,7 @@ func protobufList(k *schemas.Kind, objs []runtime.Object, lm metav1.ListMeta) ([
 	la.SetContinue(lm.Continue)
 	la.SetRemainingItemCount(lm.RemainingItemCount)
 	list.GetObjectKind().SetGroupVersionKind(gvk)
-	return encodeEnvelope(list)
+	return list, nil
 }
 
 func (s *Server) listResponse(k *schemas.Kind, objs []runtime.Object, rev uint64) *listBody {

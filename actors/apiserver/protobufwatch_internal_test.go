@@ -147,7 +147,12 @@ func TestEveryProtobufKindListsInProtobuf(t *testing.T) {
 		obj := k.New()
 		setTypeMeta(obj, k)
 		mustMeta(obj).SetName("x")
-		data, err := protobufList(k, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: "7", Continue: "c"})
+		list, err := typedList(k, []runtime.Object{obj}, metav1.ListMeta{ResourceVersion: "7", Continue: "c"})
+		if err != nil {
+			t.Errorf("%s: %v", k.ListKind, err)
+			continue
+		}
+		data, err := encodeEnvelope(list)
 		if err != nil {
 			t.Errorf("%s: %v", k.ListKind, err)
 			continue
