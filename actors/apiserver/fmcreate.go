@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -217,7 +216,7 @@ func nullAtRoot(t reflect.Type) [][]int {
 					out = append(out, idx)
 				}
 			case reflect.Struct:
-				if !reflect.PointerTo(f.Type).Implements(jsonMarshaler) {
+				if !reflect.PointerTo(f.Type).Implements(marshalerType) {
 					walk(f.Type, idx)
 				}
 			}
@@ -227,5 +226,3 @@ func nullAtRoot(t reflect.Type) [][]int {
 	nullFields.Store(t, out)
 	return out
 }
-
-var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
