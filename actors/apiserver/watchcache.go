@@ -18,9 +18,10 @@ const defaultSharedEventBytes = 46 << 20
 // sharedEvents memoises, per stored revision, the decoded object, its selectable fields and
 // its encodings (JSON, the protobuf envelope for built-in kinds, and the metadata alone in
 // either), so that N watchers of one event decode it and encode it in each format once, not
-// N times (kube-apiserver's watch cache does the same with its cachingObject). Selectors still run per watcher, on the shared
-// object, which nobody may modify. Each encoding is made only when a watcher of its format
-// asks for it, so an event nobody watches in protobuf never holds a protobuf copy.
+// N times (kube-apiserver's watch cache does the same with its cachingObject). Selectors still
+// run per watcher, on the shared object, which nobody may modify. Each encoding is made only
+// when a watcher of its format asks for it, so an event nobody watches in protobuf never holds
+// a protobuf copy.
 //
 // The oldest entries go first once over the byte bound; a watcher still holding one keeps
 // using it, and one far behind decodes again.
