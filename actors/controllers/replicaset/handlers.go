@@ -42,21 +42,25 @@ func (c *controller) replicaSetUpdated(old, cur *appsv1.ReplicaSet) {
 	if old.Generation == cur.Generation && reflect.DeepEqual(old.ObjectMeta.Labels, cur.ObjectMeta.Labels) &&
 		old.DeletionTimestamp.Equal(cur.DeletionTimestamp) && reflect.DeepEqual(old.OwnerReferences, cur.OwnerReferences) &&
 		reflect.DeepEqual(old.Finalizers, cur.Finalizers) {
-		c.queue.AddAfter(controllerkit.KeyOf(cur), countBatch)
+		c.enqueueBatched(cur)
 		return
 	}
 	c.enqueueRS(cur)
 }
 
+// enqueueBatched syncs rs within countBatch, once for every such call meanwhile.
+func (c *controller) enqueueBatched(rs *appsv1.ReplicaSet) {
+	c.queue.AddAfter(controllerkit.KeyOf(rs), countBatch)
+}
+
 // enqueueCounted syncs rs for a pod create or delete it expected or counts: at once when no
 // other is awaited any more, else within countBatch.
 func (c *controller) enqueueCounted(rs *appsv1.ReplicaSet) {
-	key := controllerkit.KeyOf(rs)
-	if c.exp.Satisfied(key) {
-		c.queue.Add(key)
+	if c.exp.Satisfied(controllerkit.KeyOf(rs)) {
+		c.enqueueRS(rs)
 		return
 	}
-	c.queue.AddAfter(key, countBatch)
+	c.enqueueBatched(rs)
 }
 
 func (c *controller) podAdded(p *corev1.Pod) {
@@ -101,7 +105,7 @@ func (c *controller) podUpdated(old, cur *corev1.Pod) {
 	if oldRef == nil || oldRef.UID != curRef.UID || !reflect.DeepEqual(old.Labels, cur.Labels) || controllerkit.IsPodActive(old) != controllerkit.IsPodActive(cur) {
 		c.enqueueRS(rs)
 	} else {
-		c.queue.AddAfter(controllerkit.KeyOf(rs), countBatch) // readiness or status only: counts
+		c.enqueueBatched(rs) // readiness or status only: counts
 	}
 	// Becoming available happens minReadySeconds after becoming ready, with no event of its own.
 	if rs.Spec.MinReadySeconds > 0 && !controllerkit.IsPodReady(old) && controllerkit.IsPodReady(cur) {
