@@ -17,8 +17,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
@@ -30,6 +28,7 @@ import (
 	"github.com/skiff-sh/skiff/bus/lease"
 	"github.com/skiff-sh/skiff/bus/natsserver"
 	"github.com/skiff-sh/skiff/bus/statelog"
+	"github.com/skiff-sh/skiff/internal/tracing"
 	"github.com/skiff-sh/skiff/schemas"
 )
 
@@ -148,8 +147,7 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	// W3C trace context travels in NATS requests and is stored with every write.
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	tracing.SetPropagator()
 	if err := cfg.APIAuth.validate(); err != nil {
 		return nil, err
 	}

@@ -40,10 +40,10 @@ func (f *fleet) syncPod(ctx context.Context, key string) error {
 	next := *p
 	next.Status = *p.Status.DeepCopy()
 	f.setRunning(&next)
-	// PUT pods/status, the whole pod, as the kubelet writes it; the answer stays undecoded, as
-	// the pod cache gets the written pod from the log anyway (decoding it was a third of this
-	// process's CPU per pod).
-	err := f.client.PutStatus(ctx, &next)
+	// PUT pods/status, the whole pod, as the kubelet writes it, in the trace of the pod's last
+	// write (the binding) as the kubelet's is; the answer stays undecoded, as the pod cache gets
+	// the written pod from the log anyway (decoding it was a third of this process's CPU per pod).
+	err := f.client.PutStatus(f.pods.TraceContext(ctx, ns, name), &next)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

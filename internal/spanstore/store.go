@@ -116,8 +116,12 @@ type traceEntry struct {
 type Options struct {
 	MaxTraces        int // default 200
 	MaxSpans         int // all traces together; default 100000
-	MaxSpansPerTrace int // spans past this are dropped; default 10000
+	MaxSpansPerTrace int // spans past this are dropped; default DefaultMaxSpansPerTrace
 }
+
+// DefaultMaxSpansPerTrace is how many spans of one trace a store keeps: a rollout of 10,000
+// pods is one trace of many times that, and its first spans already show what it did.
+const DefaultMaxSpansPerTrace = 10000
 
 // Store holds recent traces. The zero value is not usable; call New.
 type Store struct {
@@ -139,7 +143,7 @@ func New(o Options) *Store {
 		o.MaxSpans = 100000
 	}
 	if o.MaxSpansPerTrace <= 0 {
-		o.MaxSpansPerTrace = 10000
+		o.MaxSpansPerTrace = DefaultMaxSpansPerTrace
 	}
 	st := &Store{opts: o, traces: map[string]*traceEntry{}, byObject: map[string]map[string]bool{}}
 	for i := range st.byTier {

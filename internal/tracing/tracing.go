@@ -30,12 +30,21 @@ func WithProcessor(p sdktrace.SpanProcessor) Option {
 	}
 }
 
+// SetPropagator makes W3C trace context (and baggage) travel with this process's requests: in
+// NATS requests, HTTP headers and every write stored in the log. A process that records no
+// spans of its own (simulated nodes) still passes on the trace of the object it writes.
+func SetPropagator() {
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+}
+
 // Setup exports spans over OTLP/HTTP to endpoint (a URL such as http://127.0.0.1:4318), or to
 // what the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variables name; with neither and no
 // WithProcessor, tracing stays off. Sampling follows OTEL_TRACES_SAMPLER(_ARG) when set; by
-// default every trace is kept (parent-based) but heartbeats, sampled at HeartbeatSampleRate. The returned func flushes and stops the exporter.
+// default every trace is kept (parent-based) but heartbeats, sampled at HeartbeatSampleRate,
+// up to as many spans of each as a span store keeps. The returned func flushes and stops the
+// exporter.
 func Setup(ctx context.Context, service, endpoint string, opt ...Option) (func(context.Context) error, error) {
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	SetPropagator()
 	var o options
 	for _, f := range opt {
 		f(&o)
@@ -46,7 +55,7 @@ func Setup(ctx context.Context, service, endpoint string, opt ...Option) (func(c
 	}
 	tpOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(service)))}
 	if os.Getenv("OTEL_TRACES_SAMPLER") == "" {
-		tpOpts = append(tpOpts, sdktrace.WithSampler(newHeartbeatSampler()))
+		tpOpts = append(tpOpts, sdktrace.WithSampler(newSampler()))
 	}
 	if export {
 		exp, err := NewExporter(ctx, endpoint)

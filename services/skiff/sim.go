@@ -17,6 +17,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/apiclient"
 	"github.com/skiff-sh/skiff/actors/controlplane"
 	"github.com/skiff-sh/skiff/actors/simnode"
+	"github.com/skiff-sh/skiff/internal/tracing"
 )
 
 // simGCPercent is `skiff sim nodes`'s GOGC unless the environment sets one. Its live heap is
@@ -45,6 +46,7 @@ func newSim(g *globals) *cobra.Command {
 				return err
 			}
 			defaultGCPercent(simGCPercent)
+			tracing.SetPropagator() // each pod's status write continues the pod's trace
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if pprofListen != "" {

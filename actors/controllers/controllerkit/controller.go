@@ -40,6 +40,9 @@ type Controller struct {
 	// (re)start, and then every ResyncEvery (0 = never again).
 	Resync      func()
 	ResyncEvery time.Duration
+	// TraceParent returns ctx carrying the trace a key's reconcile continues: the key's object's
+	// last write. Nil: the key is "namespace/name" of the first watched informer's kind.
+	TraceParent func(ctx context.Context, key string) context.Context
 	// Loops run beside the workers (lease renewal, timers) until the incarnation stops.
 	Loops []func(ctx context.Context)
 	// Receive handles the actor's other messages (commands to this controller); may be nil.

@@ -10,11 +10,15 @@ import (
 )
 
 // startSpan opens the span of one reconcile as a child of the trace stored with the key's last
-// write in the primary (first watched) informer, so a rollout is one trace across controllers. A key
-// enqueued only by a periodic resync starts a new trace linked to that write instead.
+// write (TraceParent; by default in the primary, first watched, informer), so a rollout is one
+// trace across controllers. A key enqueued only by a periodic resync starts a new trace linked
+// to that write instead.
 func (c *Controller) startSpan(ctx context.Context, key string) (context.Context, trace.Span) {
 	parent := ctx
-	if len(c.Watches) > 0 {
+	switch {
+	case c.TraceParent != nil:
+		parent = c.TraceParent(ctx, key)
+	case len(c.Watches) > 0:
 		ns, name := SplitKey(key)
 		parent = c.Watches[0].Informer.TraceContext(ctx, ns, name)
 	}

@@ -5,6 +5,7 @@
 package garbagecollector
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"strings"
@@ -85,9 +86,23 @@ func New(cfg Config) func() actorkit.Actor {
 		Reconcile:   c.sync,
 		Resync:      c.resync,
 		ResyncEvery: cfg.ResyncEvery,
+		TraceParent: c.traceParent,
 		Logger:      cfg.Logger,
 	}
 	return c.ctl.Producer()
+}
+
+// traceParent: a key's check continues the trace of its object's last write (a new pod's
+// check is part of the rollout that made it), instead of starting a trace of its own.
+func (c *controller) traceParent(ctx context.Context, key string) context.Context {
+	k, ns, name, ok := c.parseKey(key)
+	if !ok {
+		return ctx
+	}
+	if inf := c.informerOf(k); inf != nil {
+		return inf.TraceContext(ctx, ns, name)
+	}
+	return ctx
 }
 
 // watch files k's informer and returns the watch that feeds the graph from it.
