@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	ct "github.com/skiff-sh/skiff/actors/controllers/controllertest"
 	"github.com/skiff-sh/skiff/actors/controllers/garbagecollector"
 	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/internal/tracing/tracingtest"
 )
 
 func setup(t *testing.T) (*controlplane.ControlPlane, context.Context) {
@@ -145,4 +147,39 @@ func TestOrphanKeepsDependents(t *testing.T) {
 	if len(c.OwnerReferences) != 0 {
 		t.Fatalf("orphan still references its owner: %+v", c.OwnerReferences)
 	}
+}
+
+// The collector's check of a new dependent continues the trace of the write that made it (a
+// pod's check is part of its rollout's trace), not a trace of its own.
+func TestADependentsCheckContinuesItsWritesTrace(t *testing.T) {
+	exp, tp := tracingtest.InMemory(t)
+	cp, _ := setup(t)
+	owner := cm(t, cp, "owner", nil)
+	ctx, write := tp.Tracer("test").Start(context.Background(), "rollout")
+	dep := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dependent", Namespace: "default",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}}}
+	if _, err := cp.Client.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	write.End()
+	ct.Wait(t, func() error {
+		for _, s := range exp.GetSpans() {
+			if s.Name == "reconcile "+garbagecollector.Name && attrOf(s.Attributes, "skiff.key") == "core/configmaps/default/dependent" {
+				if s.SpanContext.TraceID() != write.SpanContext().TraceID() {
+					return ct.Errorf("the check of dependent is in trace %s, not the write's %s", s.SpanContext.TraceID(), write.SpanContext().TraceID())
+				}
+				return nil
+			}
+		}
+		return ct.Errorf("no check of dependent yet")
+	})
+}
+
+func attrOf(kvs []attribute.KeyValue, key string) string {
+	for _, kv := range kvs {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
 }
