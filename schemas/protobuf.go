@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -77,9 +78,11 @@ func UnmarshalProtobuf(data []byte, want schema.GroupVersionKind, unnamedIsWant 
 	if !ok {
 		return fmt.Errorf("%s has no protobuf form", want.Kind)
 	}
-	var unk runtime.Unknown
-	if _, _, err := protobufSerializer.Decode(data, nil, &unk); err != nil {
-		return fmt.Errorf("not a Kubernetes protobuf envelope: %w", err)
+	unk, err := readEnvelope(data)
+	if err != nil { // a form it does not read (protobuf groups): the serializer's own verdict
+		if _, _, err := protobufSerializer.Decode(data, nil, &unk); err != nil {
+			return fmt.Errorf("not a Kubernetes protobuf envelope: %w", err)
+		}
 	}
 	gvk := unk.GroupVersionKind()
 	if unnamedIsWant && gvk.Kind == "" {
@@ -112,11 +115,134 @@ func EncodeProtobuf(obj runtime.Object) (data []byte, ok bool, err error) {
 		if err != nil {
 			return nil, true, err
 		}
-		obj = obj.DeepCopyObject()
-		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		if m, ok := obj.(sizedMarshaller); ok {
+			obj = &kindedObject{Object: obj, sizedMarshaller: m, gvk: gvk}
+		} else {
+			obj = obj.DeepCopyObject()
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+		}
 	}
-	data, err = runtime.Encode(protobufSerializer, obj)
-	return data, true, err
+	// The serializer sizes the envelope, allocates it once and writes it whole: kept as written,
+	// not copied into a growing buffer as runtime.Encode would.
+	var out written
+	err = protobufSerializer.EncodeWithAllocator(obj, &out, &runtime.SimpleAllocator{})
+	return out.data, true, err
+}
+
+// written keeps what is written to it; the first write's slice is kept as it is (the
+// serializer allocated it for this one encoding).
+type written struct{ data []byte }
+
+func (w *written) Write(p []byte) (int, error) {
+	if w.data == nil {
+		w.data = p
+	} else {
+		w.data = append(w.data, p...)
+	}
+	return len(p), nil
+}
+
+// sizedMarshaller is the generated protobuf code's sizing and in-place marshalling, which the
+// serializer uses to encode an object with one allocation.
+type sizedMarshaller interface {
+	Size() int
+	MarshalTo([]byte) (int, error)
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// kindedObject presents an object without apiVersion and kind as having gvk, so that the
+// serializer writes gvk into the envelope without a deep copy of the object to set it on (the
+// object may be shared, and is never modified).
+type kindedObject struct {
+	runtime.Object
+	sizedMarshaller
+	gvk schema.GroupVersionKind
+}
+
+func (k *kindedObject) GetObjectKind() schema.ObjectKind                { return k }
+func (k *kindedObject) GroupVersionKind() schema.GroupVersionKind       { return k.gvk }
+func (k *kindedObject) SetGroupVersionKind(gvk schema.GroupVersionKind) { k.gvk = gvk }
+
+// readEnvelope reads the runtime.Unknown after the protobuf magic as the serializer's decoder
+// does, except that Raw is left pointing into data where the decoder copies it: the object
+// decoded from Raw copies whatever it keeps. It reads a subset of what the decoder reads: no
+// protobuf groups, which no Kubernetes client writes.
+func readEnvelope(data []byte) (runtime.Unknown, error) {
+	var unk runtime.Unknown
+	switch {
+	case !IsProtobuf(data):
+		return unk, errors.New("the \"k8s\\x00\" prefix is missing")
+	case len(data) == len(ProtobufMagic):
+		return unk, errors.New("nothing follows the prefix")
+	}
+	b := data[len(ProtobufMagic):]
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return unk, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num < 1 || num > 4 { // not a field of runtime.Unknown: skipped, as the decoder does
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return unk, protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		if typ != protowire.BytesType {
+			return unk, fmt.Errorf("field %d has wire type %d, not bytes", num, typ)
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return unk, protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch num {
+		case 1:
+			if err := readTypeMeta(v, &unk.TypeMeta); err != nil {
+				return unk, fmt.Errorf("typeMeta: %w", err)
+			}
+		case 2:
+			unk.Raw = v
+		case 3:
+			unk.ContentEncoding = string(v)
+		case 4:
+			unk.ContentType = string(v)
+		}
+	}
+	return unk, nil
+}
+
+// readTypeMeta reads runtime.TypeMeta's apiVersion (1) and kind (2).
+func readTypeMeta(b []byte, tm *runtime.TypeMeta) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num != 1 && num != 2 {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return protowire.ParseError(n)
+			}
+			b = b[n:]
+			continue
+		}
+		if typ != protowire.BytesType {
+			return fmt.Errorf("field %d has wire type %d, not bytes", num, typ)
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num == 1 {
+			tm.APIVersion = string(v)
+		} else {
+			tm.Kind = string(v)
+		}
+	}
+	return nil
 }
 
 // ObjectKind is obj's group, version and kind: as set, or as the scheme knows its type.
