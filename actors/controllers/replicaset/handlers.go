@@ -29,15 +29,27 @@ func (c *controller) enqueueMatching(p *corev1.Pod) {
 // sync: a pod's readiness or status, and the ReplicaSet's own status write coming back. A sync
 // walks every pod the ReplicaSet has, so one sync per such event costs a 30,000-pod
 // ReplicaSet time quadratic in its size (and a status write's echo syncs again, which writes
-// again, back to back); batched, it is at most one sync per countBatch. kube-controller-manager's
-// Job controller batches pod events the same way (syncJobBatchPeriod). Events the controller
-// must act on promptly are not batched: a spec or metadata change of the ReplicaSet, the last
-// awaited create or delete (the next batch of pods may start), a pod that stopped being active
-// (its replacement), and changes of ownership or labels.
-const countBatch = 250 * time.Millisecond
+// again, back to back); batched, it is at most one sync per window. kube-controller-manager's
+// Job controller batches pod events the same way (syncJobBatchPeriod, 1 s). The window grows
+// with the ReplicaSet, as the walk does (batchPerPod per pod: its syncs then take about 3% of
+// a core whatever its size), from minCountBatch, so a small Deployment's rollout moves on
+// promptly, to maxCountBatch: at a fixed 250 ms a ReplicaSet growing from 10,000 to 30,000
+// pods took a tenth of the control plane's CPU in syncs. Events the controller must act on
+// promptly are not batched: a spec or metadata change of the ReplicaSet, the last awaited
+// create or delete (the next batch of pods may start), a pod that stopped being active (its
+// replacement), and changes of ownership or labels.
+func countBatch(rs *appsv1.ReplicaSet) time.Duration {
+	return min(max(time.Duration(rs.Status.Replicas)*batchPerPod, minCountBatch), maxCountBatch)
+}
+
+const (
+	minCountBatch = 100 * time.Millisecond
+	maxCountBatch = time.Second
+	batchPerPod   = 33 * time.Microsecond // a sync's walk costs about 1 µs a pod
+)
 
 // replicaSetUpdated syncs a ReplicaSet whose spec or metadata changed at once; one whose
-// status alone moved (its own write, mostly) within countBatch.
+// status alone moved (its own write, mostly) within its countBatch.
 func (c *controller) replicaSetUpdated(old, cur *appsv1.ReplicaSet) {
 	if old.Generation == cur.Generation && reflect.DeepEqual(old.ObjectMeta.Labels, cur.ObjectMeta.Labels) &&
 		old.DeletionTimestamp.Equal(cur.DeletionTimestamp) && reflect.DeepEqual(old.OwnerReferences, cur.OwnerReferences) &&
@@ -50,11 +62,11 @@ func (c *controller) replicaSetUpdated(old, cur *appsv1.ReplicaSet) {
 
 // enqueueBatched syncs rs within countBatch, once for every such call meanwhile.
 func (c *controller) enqueueBatched(rs *appsv1.ReplicaSet) {
-	c.queue.AddAfter(controllerkit.KeyOf(rs), countBatch)
+	c.queue.AddAfter(controllerkit.KeyOf(rs), countBatch(rs))
 }
 
 // enqueueCounted syncs rs for a pod create or delete it expected or counts: at once when no
-// other is awaited any more, else within countBatch.
+// other is awaited any more, else within its countBatch.
 func (c *controller) enqueueCounted(rs *appsv1.ReplicaSet) {
 	if c.exp.Satisfied(controllerkit.KeyOf(rs)) {
 		c.enqueueRS(rs)
