@@ -263,3 +263,27 @@ func TestAStatusOnlyChangeOfTheReplicaSetWaitsForTheBatch(t *testing.T) {
 		t.Fatalf("synced %v after a status-only change, want it batched (about 100ms)", waited)
 	}
 }
+
+// fullyLabeledReplicas counts the pods carrying every template label, the selector's and the
+// others: a pod that loses a label the selector does not need still counts as a replica.
+func TestFullyLabeledCountsTemplateLabelsBeyondTheSelector(t *testing.T) {
+	cp, ctx := setup(t)
+	rs := ct.ReplicaSet("web", "web", 3)
+	rs.Spec.Template.Labels["tier"] = "front"
+	if _, err := cp.Client.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, cp, "web", 3)
+	p := ct.Active(ct.ListPods(t, cp, "default", "app=web"))[0]
+	delete(p.Labels, "tier")
+	if _, err := cp.Client.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	ct.Wait(t, func() error {
+		s := ct.Get[*appsv1.ReplicaSet](t, cp, "apps", "replicasets", "default", "web").Status
+		if s.Replicas != 3 || s.FullyLabeledReplicas != 2 {
+			return ct.Errorf("status %+v, want 3 replicas of which 2 fully labeled", s)
+		}
+		return nil
+	})
+}
