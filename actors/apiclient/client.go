@@ -48,18 +48,12 @@ type NATS struct {
 }
 
 func (t NATS) Do(ctx context.Context, req apiwire.Request) (apiwire.Response, error) {
-	req = withTraceContext(ctx, req)
-	data, err := json.Marshal(req)
+	data, h := withTraceContext(ctx, req).Msg()
+	out, rh, err := rpc.Call(ctx, t.Conn, subjectOr(t.Subject), data, h) // bounded by rpc.DefaultTimeout
 	if err != nil {
 		return apiwire.Response{}, err
 	}
-	out, _, err := rpc.Call(ctx, t.Conn, subjectOr(t.Subject), data, nil) // bounded by rpc.DefaultTimeout
-	if err != nil {
-		return apiwire.Response{}, err
-	}
-	var resp apiwire.Response
-	err = json.Unmarshal(out, &resp)
-	return resp, err
+	return apiwire.ResponseFromMsg(out, rh)
 }
 
 func (NATS) PollsWatches() {}

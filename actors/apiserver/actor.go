@@ -108,11 +108,16 @@ func (a *apiActor) stop() {
 	a.subs = nil
 }
 
-// serveWire runs a NATS-borne request through the HTTP handler as the subject's identity.
-func (a *apiActor) serveWire(ctx context.Context, subject string, data []byte, _ nats.Header) ([]byte, nats.Header, error) {
+// serveWire runs a NATS-borne request through the HTTP handler as the subject's identity, and
+// answers in the request's form: binary, or the JSON envelope of agents of earlier releases.
+func (a *apiActor) serveWire(ctx context.Context, subject string, data []byte, h nats.Header) ([]byte, nats.Header, error) {
 	ctx, role, err := asCaller(ctx, subject)
 	if err != nil {
 		return nil, nil, err
+	}
+	if req, ok := apiwire.RequestFromMsg(data, h); ok {
+		body, rh := a.cfg.Server.ServeRequest(ctx, withUserAgent(req, role)).Msg()
+		return body, rh, nil
 	}
 	var req apiwire.Request
 	if err := json.Unmarshal(data, &req); err != nil {

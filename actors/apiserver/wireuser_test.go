@@ -2,8 +2,8 @@ package apiserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"github.com/skiff-sh/skiff/actors/apiwire"
 	"net/http"
 	"sync"
 	"testing"
@@ -14,9 +14,11 @@ import (
 	"github.com/skiff-sh/skiff/actors/apiserver"
 	"github.com/skiff-sh/skiff/actors/apiserver/authn"
 	"github.com/skiff-sh/skiff/actors/apiserver/authz"
+	"github.com/skiff-sh/skiff/actors/apiwire"
 	"github.com/skiff-sh/skiff/bus/identity"
 	"github.com/skiff-sh/skiff/bus/identity/identitytest"
 	"github.com/skiff-sh/skiff/bus/natsserver"
+	"github.com/skiff-sh/skiff/bus/rpc"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
@@ -148,5 +150,35 @@ func TestNodeCannotCallAsAnotherIdentity(t *testing.T) {
 	}
 	if u, ok := seen.get("stolen"); ok {
 		t.Fatalf("the apiserver admitted a write from %+v", u)
+	}
+}
+
+// An agent of an earlier release sends the JSON envelope: it is still served, as that
+// caller, and answered in the envelope.
+func TestTheJSONEnvelopeIsStillAnswered(t *testing.T) {
+	seen := &seenUsers{users: map[string]authn.User{}}
+	srv, auth, _ := startSecuredAPI(t, seen)
+	id := identity.ID{Role: identity.Admin}
+	nc, err := identity.Connect(srv, auth, id, identity.Names{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	data, err := json.Marshal(apiwire.Request{Method: http.MethodPost, Path: "/api/v1/namespaces", ContentType: "application/json", Body: namespaceJSON("old-agent")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, h, err := rpc.Call(ctx, nc, id.APISubject(), data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp apiwire.Response
+	if err := json.Unmarshal(out, &resp); err != nil || h.Get(apiwire.HdrCode) != "" {
+		t.Fatalf("answer %q (code header %q) is not the JSON envelope: %v", out, h.Get(apiwire.HdrCode), err)
+	}
+	if u, ok := seen.get("old-agent"); resp.Code != http.StatusCreated || !ok || u.Name != apiserver.AdminUser {
+		t.Fatalf("answer %d %s, admission saw %+v", resp.Code, resp.Body, u)
 	}
 }
