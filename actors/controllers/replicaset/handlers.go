@@ -31,8 +31,8 @@ func (c *controller) enqueueMatching(p *corev1.Pod) {
 // ReplicaSet time quadratic in its size (and a status write's echo syncs again, which writes
 // again, back to back); batched, it is at most one sync per window. kube-controller-manager's
 // Job controller batches pod events the same way (syncJobBatchPeriod, 1 s). The window grows
-// with the ReplicaSet, as the walk does (batchPerPod per pod: its syncs then take about 3% of
-// a core whatever its size), from minCountBatch, so a small Deployment's rollout moves on
+// with the ReplicaSet, as the walk does (batchPerPod per pod: its batched syncs then take a
+// few percent of a core whatever its size), from minCountBatch, so a small Deployment's rollout moves on
 // promptly, to maxCountBatch: at a fixed 250 ms a ReplicaSet growing from 10,000 to 30,000
 // pods took a tenth of the control plane's CPU in syncs. Events the controller must act on
 // promptly are not batched: a spec or metadata change of the ReplicaSet, the last awaited
@@ -45,7 +45,7 @@ func countBatch(rs *appsv1.ReplicaSet) time.Duration {
 const (
 	minCountBatch = 100 * time.Millisecond
 	maxCountBatch = time.Second
-	batchPerPod   = 33 * time.Microsecond // a sync's walk costs about 1 µs a pod
+	batchPerPod   = 33 * time.Microsecond // a sync's walk costs 1-3 µs a pod
 )
 
 // replicaSetUpdated syncs a ReplicaSet whose spec or metadata changed at once; one whose
