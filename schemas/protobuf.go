@@ -175,32 +175,11 @@ func readEnvelope(data []byte) (runtime.Unknown, error) {
 	case len(data) == len(ProtobufMagic):
 		return unk, errors.New("nothing follows the prefix")
 	}
-	b := data[len(ProtobufMagic):]
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return unk, protowire.ParseError(n)
-		}
-		b = b[n:]
-		if num < 1 || num > 4 { // not a field of runtime.Unknown: skipped, as the decoder does
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-				return unk, protowire.ParseError(n)
-			}
-			b = b[n:]
-			continue
-		}
-		if typ != protowire.BytesType {
-			return unk, fmt.Errorf("field %d has wire type %d, not bytes", num, typ)
-		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return unk, protowire.ParseError(n)
-		}
-		b = b[n:]
+	err := eachBytesField(data[len(ProtobufMagic):], 4, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 1:
 			if err := readTypeMeta(v, &unk.TypeMeta); err != nil {
-				return unk, fmt.Errorf("typeMeta: %w", err)
+				return fmt.Errorf("typeMeta: %w", err)
 			}
 		case 2:
 			unk.Raw = v
@@ -209,19 +188,34 @@ func readEnvelope(data []byte) (runtime.Unknown, error) {
 		case 4:
 			unk.ContentType = string(v)
 		}
-	}
-	return unk, nil
+		return nil
+	})
+	return unk, err
 }
 
 // readTypeMeta reads runtime.TypeMeta's apiVersion (1) and kind (2).
 func readTypeMeta(b []byte, tm *runtime.TypeMeta) error {
+	return eachBytesField(b, 2, func(num protowire.Number, v []byte) error {
+		if num == 1 {
+			tm.APIVersion = string(v)
+		} else {
+			tm.Kind = string(v)
+		}
+		return nil
+	})
+}
+
+// eachBytesField calls f with the value of each field of message b numbered 1 to last, all of
+// which are bytes or strings in runtime.Unknown and runtime.TypeMeta (another wire type is an
+// error); other fields are skipped, as the generated decoders skip them.
+func eachBytesField(b []byte, last protowire.Number, f func(protowire.Number, []byte) error) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
-		if num != 1 && num != 2 {
+		if num < 1 || num > last {
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
 				return protowire.ParseError(n)
 			}
@@ -236,10 +230,8 @@ func readTypeMeta(b []byte, tm *runtime.TypeMeta) error {
 			return protowire.ParseError(n)
 		}
 		b = b[n:]
-		if num == 1 {
-			tm.APIVersion = string(v)
-		} else {
-			tm.Kind = string(v)
+		if err := f(num, v); err != nil {
+			return err
 		}
 	}
 	return nil
