@@ -158,7 +158,7 @@ func (c *controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, ke
 	tmpl := labels.SelectorFromSet(rs.Spec.Template.Labels)
 	// An owned pod matches the selector; when that requires every template label (a
 	// Deployment's ReplicaSets), it is fully labeled without looking at its labels again.
-	selectorHasTemplate := rs.Spec.Selector != nil && subset(rs.Spec.Template.Labels, rs.Spec.Selector.MatchLabels)
+	selectorHasTemplate := rs.Spec.Selector != nil && tmpl.Matches(labels.Set(rs.Spec.Selector.MatchLabels))
 	var nextAvailable time.Duration
 	for _, p := range owned {
 		if selectorHasTemplate || tmpl.Matches(labels.Set(p.Labels)) {
@@ -187,16 +187,6 @@ func (c *controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, ke
 	next.Status = st
 	_, err := c.client.UpdateStatus(ctx, next)
 	return err
-}
-
-// subset: every label of a is in b with the same value.
-func subset(a, b map[string]string) bool {
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // failureCondition sets ReplicaFailure while creating or deleting fails, and clears it after.
