@@ -106,8 +106,5 @@ func encodeAs(obj runtime.Object, e encoding) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e%2 == 1 {
-		return encodeEnvelope(obj)
-	}
-	return json.Marshal(obj)
+	return encodeIn(obj, e%2 == 1)
 }

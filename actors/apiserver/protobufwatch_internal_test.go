@@ -152,7 +152,7 @@ func TestEveryProtobufKindListsInProtobuf(t *testing.T) {
 			t.Errorf("%s: %v", k.ListKind, err)
 			continue
 		}
-		data, err := encodeEnvelope(list)
+		data, err := encodeIn(list, true)
 		if err != nil {
 			t.Errorf("%s: %v", k.ListKind, err)
 			continue

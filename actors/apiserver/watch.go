@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -221,13 +220,7 @@ func (e *eventWriter) emit(t watch.EventType, obj *sharedEvent) bool {
 
 // emitObject sends an object encoded for this watcher alone (a bookmark, a table, a Status).
 func (e *eventWriter) emitObject(t watch.EventType, obj runtime.Object) bool {
-	var data []byte
-	var err error
-	if e.frames != nil {
-		data, err = encodeEnvelope(obj)
-	} else {
-		data, err = json.Marshal(obj)
-	}
+	data, err := encodeIn(obj, e.frames != nil)
 	if err != nil {
 		return true
 	}

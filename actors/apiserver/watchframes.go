@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 
@@ -39,8 +40,12 @@ func (p *protobufFrames) send(t watch.EventType, object []byte) error {
 	return watchEventSerializer.EncodeWithAllocator(&ev, p.frames, &p.alloc)
 }
 
-// encodeEnvelope is obj's protobuf envelope; an object without a protobuf form is an error.
-func encodeEnvelope(obj runtime.Object) ([]byte, error) {
+// encodeIn is obj in protobuf (its envelope; an object without a protobuf form is an error)
+// or JSON, as a watch event carries it.
+func encodeIn(obj runtime.Object, protobuf bool) ([]byte, error) {
+	if !protobuf {
+		return json.Marshal(obj)
+	}
 	data, ok, err := schemas.EncodeProtobuf(obj)
 	if err == nil && !ok {
 		err = fmt.Errorf("%T has no protobuf form", obj)
