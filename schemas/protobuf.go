@@ -145,9 +145,8 @@ func (w *written) Write(p []byte) (int, error) {
 // sizedMarshaller is the generated protobuf code's sizing and in-place marshalling, which the
 // serializer uses to encode an object with one allocation.
 type sizedMarshaller interface {
-	Size() int
-	MarshalTo([]byte) (int, error)
-	MarshalToSizedBuffer([]byte) (int, error)
+	runtime.ProtobufMarshaller
+	runtime.ProtobufReverseMarshaller
 }
 
 // kindedObject presents an object without apiVersion and kind as having gvk, so that the

@@ -38,12 +38,6 @@ import (
 // them), kinds of other schemas (custom resources, apiextensions), objects without a
 // generated protobuf encoding, and any run of the field manager that fails.
 
-// protoEncoder is a generated protobuf encoding (gogo's, as every k8s.io/api type has).
-type protoEncoder interface {
-	Size() int
-	MarshalToSizedBuffer([]byte) (int, error)
-}
-
 // createFields memoises a create's managedFields by createKey. An entry is only copied from.
 var createFields byContent[[]metav1.ManagedFieldsEntry]
 
@@ -129,7 +123,7 @@ func createKey(buf []byte, k *schemas.Kind, sub, manager string, obj runtime.Obj
 	if !builtinSchema(k) {
 		return buf, false
 	}
-	enc, isProto := obj.(protoEncoder)
+	enc, isProto := obj.(runtime.ProtobufReverseMarshaller) // gogo's, as every k8s.io/api type has
 	oma, isMeta := obj.(metav1.ObjectMetaAccessor)
 	var om *metav1.ObjectMeta
 	if isMeta {
