@@ -127,13 +127,9 @@ func wrap(t *testing.T, unk runtime.Unknown) []byte {
 // FuzzDecodeProtobuf: never panic; what is accepted is of the request's kind and survives
 // encode -> decode unchanged.
 func FuzzDecodeProtobuf(f *testing.F) {
-	good := schemastest.GoodManifests(f)
-	for _, n := range schemastest.Names(good) {
-		docs, _ := schemas.DecodeManifests(good[n])
-		for _, d := range docs {
-			if d.GVK.Kind == "Pod" {
-				f.Add(mustEncodeProtobuf(f, d.Object))
-			}
+	for _, obj := range schemastest.GoodObjects(f) {
+		if obj.GetObjectKind().GroupVersionKind().Kind == "Pod" {
+			f.Add(mustEncodeProtobuf(f, obj))
 		}
 	}
 	f.Add([]byte{0x6b, 0x38, 0x73, 0x00, 0x0a, 0x02})

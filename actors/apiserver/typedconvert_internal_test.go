@@ -332,17 +332,7 @@ func TestUnvalidatedTypesRecordTheSameManagedFields(t *testing.T) {
 // and without a live object), record byte-identical managedFields and apply results with
 // either converter; so do the edge objects.
 func TestUnvalidatedTypesTrackTheCorpusAlike(t *testing.T) {
-	good := schemastest.GoodManifests(t)
-	var objs []runtime.Object
-	for _, name := range schemastest.Names(good) {
-		docs, err := schemas.DecodeManifests(good[name])
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		for _, d := range docs {
-			objs = append(objs, d.Object)
-		}
-	}
+	objs := schemastest.GoodObjects(t)
 	dup := controllerPod()
 	dup.Spec.Containers[0].Env = append(dup.Spec.Containers[0].Env, corev1.EnvVar{Name: "MODE", Value: "dev"})
 	objs = append(objs, dup, &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},

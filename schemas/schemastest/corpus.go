@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"sort"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/skiff-sh/skiff/schemas"
 )
 
 // Stages at which a bad manifest must be refused.
@@ -30,7 +34,7 @@ type BadCase struct {
 
 // Dir is the absolute path of schemas/testdata.
 func Dir() string {
-	_, file, _, _ := runtime.Caller(0)
+	_, file, _, _ := goruntime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "testdata")
 }
 
@@ -79,4 +83,22 @@ func Names(m map[string][]byte) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// GoodObjects decodes every good manifest, in name order, and returns its documents' objects;
+// a manifest that does not decode fails the test.
+func GoodObjects(t testing.TB) []runtime.Object {
+	t.Helper()
+	good := GoodManifests(t)
+	var objs []runtime.Object
+	for _, name := range Names(good) {
+		docs, err := schemas.DecodeManifests(good[name])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, d := range docs {
+			objs = append(objs, d.Object)
+		}
+	}
+	return objs
 }
