@@ -2,6 +2,7 @@ package validation
 
 import (
 	"bytes"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -29,28 +30,36 @@ func podUpdate(n, o *corev1.Pod) field.ErrorList {
 			errs = append(errs, field.Forbidden(specPath.Child("tolerations").Index(i), "existing toleration can not be modified except its tolerationSeconds"))
 		}
 	}
-	// Compare the rest with the mutable fields taken from the new spec.
-	mutable := o.Spec.DeepCopy()
+	// Compare the rest with the mutable fields taken from the new spec: a shallow copy of the
+	// old spec does (every pod status write comes here: no deep copy), with its own copies of
+	// the container lists whose images it sets.
+	mutable := o.Spec
 	mutable.NodeName = n.Spec.NodeName
 	mutable.ActiveDeadlineSeconds = n.Spec.ActiveDeadlineSeconds
 	mutable.Tolerations = n.Spec.Tolerations
 	mutable.SchedulingGates = n.Spec.SchedulingGates
-	if len(mutable.Containers) == len(n.Spec.Containers) {
-		for i := range mutable.Containers {
-			mutable.Containers[i].Image = n.Spec.Containers[i].Image
-		}
-	}
-	if len(mutable.InitContainers) == len(n.Spec.InitContainers) {
-		for i := range mutable.InitContainers {
-			mutable.InitContainers[i].Image = n.Spec.InitContainers[i].Image
-		}
-	}
-	if !semanticallyEqual(mutable, &n.Spec) {
+	mutable.Containers = withImages(o.Spec.Containers, n.Spec.Containers)
+	mutable.InitContainers = withImages(o.Spec.InitContainers, n.Spec.InitContainers)
+	if !semanticallyEqual(&mutable, &n.Spec) {
 		errs = append(errs, field.Forbidden(specPath, "pod updates may not change fields other than `spec.containers[*].image`, "+
 			"`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations) "+
 			"and `spec.nodeName` (only when unset)"))
 	}
 	return errs
+}
+
+// withImages is old with the images of next, when both list as many containers: old itself
+// when no image changed (the comparison then finds the lists the same without a walk), else a
+// copy.
+func withImages(old, next []corev1.Container) []corev1.Container {
+	if len(old) != len(next) || slices.EqualFunc(old, next, func(o, n corev1.Container) bool { return o.Image == n.Image }) {
+		return old
+	}
+	out := slices.Clone(old)
+	for i := range out {
+		out[i].Image = next[i].Image
+	}
+	return out
 }
 
 // hasToleration reports whether t is still in ts; only its tolerationSeconds may have shrunk.

@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -339,7 +340,11 @@ func update[T runtime.Object](t *testing.T, name string, old T, change func(T), 
 	m.SetResourceVersion("7") // the apiserver validates updates with the revision being replaced
 	next := old.DeepCopyObject().(T)
 	change(next)
+	before := old.DeepCopyObject()
 	errs := validation.ValidateUpdate(next, old)
+	if !apiequality.Semantic.DeepEqual(before, old) {
+		t.Errorf("%s: validating the update changed the stored object", name)
+	}
 	if path == "" {
 		if len(errs) > 0 {
 			t.Errorf("%s: unexpected errors %v", name, errs)
