@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -13,9 +14,9 @@ type IndexFunc func(obj runtime.Object) []string
 
 // Indexes every informer of this package keeps or that controllers share.
 const (
-	IndexNamespace = "namespace"                    // every informer
-	IndexNodeName  = "spec.nodeName"                // pods: by the node they are bound to
-	IndexOwnerUID  = "metadata.ownerReferences.uid" // any kind: by each owner's UID
+	IndexNamespace     = "namespace"                           // every informer
+	IndexNodeName      = "spec.nodeName"                       // pods: by the node they are bound to
+	IndexControllerUID = "metadata.ownerReferences.controller" // any kind: by its controller's UID
 )
 
 // namespaceIndex needs only GetNamespace, which a transform's own types have too.
@@ -27,17 +28,19 @@ func namespaceIndex(obj runtime.Object) []string {
 	return []string{m.GetNamespace()}
 }
 
-// OwnerUIDIndex files an object under the UID of each of its owners.
-func OwnerUIDIndex(obj runtime.Object) []string {
+// ControllerUIDIndex files an object under the UID of its controller (the owner reference
+// with controller set), if it has one: what an owner controls is then found without a look
+// at any object's owner references.
+func ControllerUIDIndex(obj runtime.Object) []string {
 	m, err := meta.Accessor(obj)
-	if err != nil || len(m.GetOwnerReferences()) == 0 {
+	if err != nil {
 		return nil
 	}
-	out := make([]string, 0, len(m.GetOwnerReferences()))
-	for _, r := range m.GetOwnerReferences() {
-		out = append(out, string(r.UID))
+	ref := metav1.GetControllerOfNoCopy(m)
+	if ref == nil {
+		return nil
 	}
-	return out
+	return []string{string(ref.UID)}
 }
 
 // indexes maps index name -> value -> set of storage keys; an update refiles a key from its

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/actors/informer"
 	"github.com/skiff-sh/skiff/bus/statelog"
@@ -20,7 +21,7 @@ import (
 func putPod(t *testing.T, l *statelog.Log, name, node, owner string) {
 	t.Helper()
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
-		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: owner, UID: types.UID(owner)}}},
+		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: owner, UID: types.UID(owner), Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{NodeName: node}}
 	data, _ := schemas.EncodeJSON(p)
 	k, _ := schemas.ByResource("", "v1", "pods")
@@ -55,7 +56,7 @@ func TestSharedIndexedInformer(t *testing.T) {
 	}
 	pods := informer.Shared[*corev1.Pod](f, "", "pods")
 	pods.AddIndexer(informer.IndexNodeName, func(p *corev1.Pod) []string { return []string{p.Spec.NodeName} })
-	pods.Informer().AddIndexer(informer.IndexOwnerUID, informer.OwnerUIDIndex)
+	pods.Informer().AddIndexer(informer.IndexControllerUID, informer.ControllerUIDIndex)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go pods.Informer().Run(ctx)
@@ -70,7 +71,7 @@ func TestSharedIndexedInformer(t *testing.T) {
 	for _, tc := range []struct{ index, value, want string }{
 		{informer.IndexNodeName, "n1", "[a]"},
 		{informer.IndexNodeName, "n2", "[b c]"},
-		{informer.IndexOwnerUID, "rs1", "[a c]"},
+		{informer.IndexControllerUID, "rs1", "[a c]"},
 		{informer.IndexNamespace, "default", "[a b c]"},
 		{informer.IndexNodeName, "n3", "[]"},
 	} {
@@ -94,6 +95,22 @@ func TestSharedIndexedInformer(t *testing.T) {
 	waitUntil(t, func() bool { return pods.Informer().Rev() >= l.Rev() })
 	if got := names(pods.ByIndex(informer.IndexNodeName, "n2")); got != "[b]" {
 		t.Errorf("after delete: n2 = %s, want [b]", got)
+	}
+}
+
+// Only the controller reference files an object: an owner that does not control it (a
+// garbage-collection dependency) finds nothing to claim there.
+func TestControllerUIDIndexFilesOnlyTheController(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{
+		{Kind: "ConfigMap", Name: "dep", UID: "dep"},
+		{Kind: "ReplicaSet", Name: "rs", UID: "rs", Controller: ptr.To(true)},
+	}}}
+	if got := informer.ControllerUIDIndex(p); fmt.Sprint(got) != "[rs]" {
+		t.Errorf("ControllerUIDIndex = %v, want [rs]", got)
+	}
+	p.OwnerReferences = p.OwnerReferences[:1]
+	if got := informer.ControllerUIDIndex(p); got != nil {
+		t.Errorf("ControllerUIDIndex of an object without a controller = %v, want none", got)
 	}
 }
 

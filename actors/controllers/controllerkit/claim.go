@@ -13,45 +13,48 @@ import (
 	"github.com/skiff-sh/skiff/actors/apiclient"
 )
 
-// Claim sorts candidates (objects in owner's namespace) into the ones owner controls, as
-// Kubernetes' ControllerRefManager does: owned objects that still match the selector are kept,
-// owned ones that no longer match are released (their controller reference removed), and
-// matching orphans are adopted when adopt is true (the owner is not being deleted). A write that
-// loses a race (409, 404) just leaves the object out; the next reconcile sees the new state.
+// Claim sorts candidates into the ones owner controls, as Kubernetes' ControllerRefManager
+// does: controlled objects that still match the selector are kept, controlled ones that no
+// longer match are released (their controller reference removed), and matching orphans are
+// adopted when adopt is true (the owner is not being deleted). A write that loses a race (409,
+// 404) just leaves the object out; the next reconcile sees the new state.
 func Claim(ctx context.Context, c *apiclient.Client, owner metav1.Object, ownerGVK schema.GroupVersionKind,
-	sel labels.Selector, candidates []runtime.Object, adopt bool) ([]runtime.Object, error) {
-	var out []runtime.Object
+	sel labels.Selector, candidates Candidates, adopt bool) ([]runtime.Object, error) {
+	out := make([]runtime.Object, 0, len(candidates.Controlled))
 	var errs []error
-	for _, obj := range candidates {
+	for _, obj := range candidates.Controlled {
 		m := Meta(obj)
-		ref := metav1.GetControllerOfNoCopy(m) // no copy: Claim runs over every pod an owner has
-		matches := sel.Matches(labels.Set(m.GetLabels()))
-		switch {
-		case ref != nil && ref.UID == owner.GetUID():
-			if matches {
-				out = append(out, obj)
-				continue
-			}
-			if m.GetDeletionTimestamp() != nil || owner.GetDeletionTimestamp() != nil {
-				continue
-			}
-			errs = append(errs, setOwnerRef(ctx, c, obj, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
-				var keep []metav1.OwnerReference
-				for _, r := range refs {
-					if r.UID != owner.GetUID() {
-						keep = append(keep, r)
-					}
-				}
-				return keep
-			}))
-		case ref == nil && matches && adopt && m.GetDeletionTimestamp() == nil && owner.GetDeletionTimestamp() == nil:
-			next, err := adoptOne(ctx, c, obj, owner, ownerGVK)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			out = append(out, next)
+		if sel.Matches(labels.Set(m.GetLabels())) {
+			out = append(out, obj)
+			continue
 		}
+		if m.GetDeletionTimestamp() != nil || owner.GetDeletionTimestamp() != nil {
+			continue
+		}
+		errs = append(errs, setOwnerRef(ctx, c, obj, func(refs []metav1.OwnerReference) []metav1.OwnerReference {
+			var keep []metav1.OwnerReference
+			for _, r := range refs {
+				if r.UID != owner.GetUID() {
+					keep = append(keep, r)
+				}
+			}
+			return keep
+		}))
+	}
+	if !adopt || owner.GetDeletionTimestamp() != nil {
+		return out, errors.Join(errs...)
+	}
+	for _, obj := range candidates.Orphans {
+		m := Meta(obj)
+		if m.GetDeletionTimestamp() != nil || !sel.Matches(labels.Set(m.GetLabels())) {
+			continue
+		}
+		next, err := adoptOne(ctx, c, obj, owner, ownerGVK)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, next)
 	}
 	return out, errors.Join(errs...)
 }

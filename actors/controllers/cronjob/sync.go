@@ -45,13 +45,11 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	return errors.Join(errs...)
 }
 
-// ownedJobs are the Jobs whose controller is cj (by UID, from the owner index).
+// ownedJobs are the Jobs whose controller is cj (by UID, from the controller index).
 func (c *controller) ownedJobs(cj *batchv1.CronJob) []*batchv1.Job {
 	var out []*batchv1.Job
-	for _, o := range c.jobs.ByIndex(informer.IndexOwnerUID, string(cj.UID)) {
-		if j := o.(*batchv1.Job); controllerkit.IsOwnedBy(j, cj) {
-			out = append(out, j)
-		}
+	for _, o := range c.jobs.ByIndex(informer.IndexControllerUID, string(cj.UID)) {
+		out = append(out, o.(*batchv1.Job))
 	}
 	return out
 }

@@ -36,19 +36,19 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	satisfied := c.exp.Satisfied(key)
 	hash := templateHash(&ds.Spec.Template, ds.Status.CollisionCount)
 	var finished []*corev1.Pod
-	var candidates []runtime.Object
-	for _, o := range controllerkit.ClaimCandidates(c.pods, ds) {
+	candidates := controllerkit.ClaimCandidates(c.pods, ds).Filter(func(o runtime.Object) bool {
 		p := o.(*corev1.Pod)
 		switch {
 		case p.DeletionTimestamp != nil:
+			return false
 		case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
 			if controllerkit.IsOwnedBy(p, ds) {
 				finished = append(finished, p) // a daemon must keep running: replace it
 			}
-		default:
-			candidates = append(candidates, o)
+			return false
 		}
-	}
+		return true
+	})
 	claimed, claimErr := controllerkit.Claim(ctx, c.client, ds, gvk, sel, candidates, true)
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range controllerkit.Pods(claimed) {

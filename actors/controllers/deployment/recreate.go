@@ -50,8 +50,8 @@ func (c *controller) oldPodsRunning(old []*appsv1.ReplicaSet) bool {
 		if rs.Status.Replicas > 0 {
 			return true
 		}
-		for _, p := range controllerkit.Pods(c.pods.ByIndex(informer.IndexOwnerUID, string(rs.UID))) {
-			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && controllerkit.IsOwnedBy(p, rs) {
+		for _, p := range controllerkit.Pods(c.pods.ByIndex(informer.IndexControllerUID, string(rs.UID))) {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 				return true
 			}
 		}

@@ -66,7 +66,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 // unless the Service publishes not-ready addresses.
 func (c *controller) desired(svc *corev1.Service) *corev1.Endpoints {
 	subsets := map[string]*corev1.EndpointSubset{}
-	for _, o := range c.slices.ByIndex(informer.IndexOwnerUID, string(svc.UID)) {
+	for _, o := range c.slices.ByIndex(informer.IndexControllerUID, string(svc.UID)) {
 		s := o.(*discoveryv1.EndpointSlice)
 		if !isOurs(s, svc) || s.AddressType == discoveryv1.AddressTypeFQDN {
 			continue

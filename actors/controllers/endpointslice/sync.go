@@ -42,7 +42,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 		return nil // the awaited slice events requeue the Service
 	}
 	var existing []*discoveryv1.EndpointSlice
-	for _, o := range c.slices.ByIndex(informer.IndexOwnerUID, string(svc.UID)) {
+	for _, o := range c.slices.ByIndex(informer.IndexControllerUID, string(svc.UID)) {
 		if s := o.(*discoveryv1.EndpointSlice); ownedBy(s, svc) {
 			existing = append(existing, s)
 		}

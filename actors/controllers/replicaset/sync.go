@@ -24,12 +24,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	}
 	// Decide on expectations first: the cache read below then includes what they awaited.
 	satisfied := c.exp.Satisfied(key)
-	var candidates []runtime.Object
-	for _, o := range controllerkit.ClaimCandidates(c.pods, rs) {
-		if controllerkit.IsPodActive(o.(*corev1.Pod)) {
-			candidates = append(candidates, o)
-		}
-	}
+	candidates := controllerkit.ClaimCandidates(c.pods, rs).Filter(func(o runtime.Object) bool { return controllerkit.IsPodActive(o.(*corev1.Pod)) })
 	claimed, claimErr := controllerkit.Claim(ctx, c.client, rs, gvk, sel, candidates, true)
 	owned := controllerkit.Pods(claimed)
 	var manageErr error

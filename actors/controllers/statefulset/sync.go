@@ -58,12 +58,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 
 // claimPods claims the pods named as members of s (<set>-<ordinal>) by selector and owner.
 func (c *controller) claimPods(ctx context.Context, s *appsv1.StatefulSet, sel labels.Selector) ([]*corev1.Pod, error) {
-	var candidates []runtime.Object
-	for _, o := range controllerkit.ClaimCandidates(c.pods, s) {
-		if ordinalOf(s, o.(*corev1.Pod)) >= 0 {
-			candidates = append(candidates, o)
-		}
-	}
+	candidates := controllerkit.ClaimCandidates(c.pods, s).Filter(func(o runtime.Object) bool { return ordinalOf(s, o.(*corev1.Pod)) >= 0 })
 	claimed, err := controllerkit.Claim(ctx, c.client, s, gvk, sel, candidates, s.DeletionTimestamp == nil)
 	return controllerkit.Pods(claimed), err
 }
