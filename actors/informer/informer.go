@@ -77,6 +77,7 @@ type Informer struct {
 	transform Transform      // nil: whole objects
 	check     *mutationCheck // nil unless the factory checks for changed cached objects
 	shared    *sharedDecoder // the factory's, for an informer over the log; nil: decodes alone
+	labels    labelSets      // the cached objects' label maps, interned
 
 	// deliver serialises changes and handler calls, so handlers see every change once, in
 	// log order, and a handler added late replays the cache before the next change.
@@ -282,11 +283,13 @@ func (i *Informer) decode(value []byte, rev uint64) (runtime.Object, error) {
 	return i.trim(obj), nil
 }
 
-// trim is what the cache keeps of obj (see Factory.Keep).
+// trim is what the cache keeps of obj (see Factory.Keep), with its labels interned. obj's top
+// level is the cache's own.
 func (i *Informer) trim(obj runtime.Object) runtime.Object {
 	if i.transform != nil {
-		return i.transform(obj)
+		obj = i.transform(obj)
 	}
+	i.labels.intern(obj)
 	return obj
 }
 
