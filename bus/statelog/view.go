@@ -27,7 +27,8 @@ type view struct {
 	mu        sync.RWMutex
 	rev       uint64
 	compacted uint64
-	live      *btree.BTreeG[*item]
+	live      *btree.BTreeG[*item] // in key order, for prefix lists
+	byKey     map[string]*item     // the same items: a write's and a get's lookup is one hash, not a descent
 	tombs     map[string]uint64
 	history   []Event // values and previous values in their kept form: read through view.event
 	watchers  map[*Watcher]struct{}
@@ -52,6 +53,7 @@ type trimmedWrite struct {
 func newView(cfg Config) *view {
 	v := &view{
 		live:         btree.NewG(32, lessItem),
+		byKey:        map[string]*item{},
 		tombs:        map[string]uint64{},
 		watchers:     map[*Watcher]struct{}{},
 		changed:      make(chan struct{}),
@@ -162,7 +164,7 @@ func (v *view) advance(seq uint64) {
 func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header, at time.Time) (*Event, []*Watcher) {
 	v.mu.RLock()
 	redelivered := seq <= v.rev
-	prev, had := v.live.Get(&item{key: key})
+	prev, had := v.byKey[key]
 	v.mu.RUnlock()
 	if redelivered {
 		return nil, nil // after a consumer reset; not packed, so it seeds no dictionary twice
@@ -184,13 +186,16 @@ func (v *view) applyKey(seq uint64, key string, del bool, value []byte, h Header
 			return nil, nil
 		}
 		v.live.Delete(prev)
+		delete(v.byKey, key)
 		v.tombs[key] = seq
 		ev = Event{Type: EventDelete, Key: key, Rev: seq, Value: prevValue, PrevRev: prev.e.Rev, PrevValue: prevValue, Header: h, Time: at}
 		hev = ev
 		hev.Value, hev.PrevValue = prev.e.Value, prev.e.Value
 	} else {
 		delete(v.tombs, key)
-		v.live.ReplaceOrInsert(&item{key: key, e: Entry{Key: key, Rev: seq, Value: kept, Header: h}})
+		it := &item{key: key, e: Entry{Key: key, Rev: seq, Value: kept, Header: h}}
+		v.live.ReplaceOrInsert(it)
+		v.byKey[key] = it
 		ev = Event{Type: EventPut, Key: key, Rev: seq, Value: value, Header: h, Time: at}
 		hev = ev
 		hev.Value = kept
@@ -266,7 +271,7 @@ func (v *view) bookmark() {
 
 func (v *view) get(key string) (Entry, uint64, bool) {
 	v.mu.RLock()
-	it, ok := v.live.Get(&item{key: key})
+	it, ok := v.byKey[key]
 	rev := v.rev
 	v.mu.RUnlock()
 	if !ok {
@@ -279,7 +284,7 @@ func (v *view) get(key string) (Entry, uint64, bool) {
 func (v *view) state(key string) (liveRev, tombRev uint64) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	if it, ok := v.live.Get(&item{key: key}); ok {
+	if it, ok := v.byKey[key]; ok {
 		return it.e.Rev, 0
 	}
 	return 0, v.tombs[key]
