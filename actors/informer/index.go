@@ -64,32 +64,43 @@ func (x *indexes) add(name string, f IndexFunc, objects map[string]runtime.Objec
 }
 
 func (x *indexes) file(name, key string, obj runtime.Object) {
+	x.fileUnder(name, key, x.funcs[name](obj))
+}
+
+func (x *indexes) fileUnder(name, key string, values []string) {
 	vals := x.values[name]
-	for _, v := range x.funcs[name](obj) {
+	for _, v := range values {
 		set := vals[v]
 		set.add(key)
 		vals[v] = set
 	}
 }
 
-// update refiles key from old (nil: new key) to obj (nil: deleted).
+// update refiles key from old (nil: new key) to obj (nil: deleted). An index whose values
+// for the key did not change (a pod's status write, for most) is left as it is.
 func (x *indexes) update(key string, old, obj runtime.Object) {
 	for name, f := range x.funcs {
+		var was, now []string
 		if old != nil {
-			vals := x.values[name]
-			for _, v := range f(old) {
-				if set, ok := vals[v]; ok {
-					if set.remove(key); set.len() == 0 {
-						delete(vals, v)
-					} else {
-						vals[v] = set
-					}
+			was = f(old)
+		}
+		if obj != nil {
+			now = f(obj)
+		}
+		if old != nil && obj != nil && slices.Equal(was, now) {
+			continue
+		}
+		vals := x.values[name]
+		for _, v := range was {
+			if set, ok := vals[v]; ok {
+				if set.remove(key); set.len() == 0 {
+					delete(vals, v)
+				} else {
+					vals[v] = set
 				}
 			}
 		}
-		if obj != nil {
-			x.file(name, key, obj)
-		}
+		x.fileUnder(name, key, now)
 	}
 }
 

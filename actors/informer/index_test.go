@@ -67,6 +67,7 @@ func TestSharedIndexedInformer(t *testing.T) {
 	putPod(t, l, "b", "n1", "rs2")
 	putPod(t, l, "c", "n2", "rs1")
 	putPod(t, l, "b", "n2", "rs2") // moves to n2
+	putPod(t, l, "a", "n1", "rs1") // an update that keeps every index value stays filed
 	waitUntil(t, func() bool { return pods.Informer().Rev() >= l.Rev() })
 	for _, tc := range []struct{ index, value, want string }{
 		{informer.IndexNodeName, "n1", "[a]"},
