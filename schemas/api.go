@@ -58,6 +58,15 @@ func ValidateUpdate(newObj, oldObj runtime.Object) field.ErrorList {
 	return validation.ValidateUpdate(newObj, oldObj)
 }
 
+// ValidateStatusUpdate checks a write of oldObj's status subresource that makes newObj: by
+// the kind's status rules where it has them (a Pod's), else as ValidateUpdate.
+func ValidateStatusUpdate(newObj, oldObj runtime.Object) field.ErrorList {
+	if u, _ := customOf(newObj); u != nil {
+		return ValidateUpdate(newObj, oldObj)
+	}
+	return validation.ValidateStatusUpdate(newObj, oldObj)
+}
+
 // Table renders objs of kind k as kubectl's server-side table; each row carries the object's
 // JSON (with apiVersion and kind) in Object.Raw.
 func Table(k *Kind, objs []runtime.Object, now time.Time) *metav1.Table {

@@ -158,6 +158,24 @@ func TestBadInputIsRefusedWithTheFieldAndWritesNothing(t *testing.T) {
 	}
 }
 
+// A pods/status write is checked by the status rules (as kube's ValidatePodStatusUpdate): a
+// bad pod IP is refused naming the field, and nothing is written.
+func TestPodStatusWriteIsValidated(t *testing.T) {
+	a, cp := newAPI(t)
+	a.mustDo(201, "POST", podsPath, "application/json", podJSON("s", ""))
+	before := cp.Log.Rev()
+	out := a.mustDo(422, "PUT", podsPath+"/s/status", "application/json",
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"s"},"status":{"phase":"Running","podIP":"10.0.0.300","podIPs":[{"ip":"10.0.0.300"}]}}`)
+	if msg := fmt.Sprint(out["message"], out["details"]); !strings.Contains(msg, "status.podIPs[0].ip") {
+		t.Errorf("the refusal does not name status.podIPs[0].ip: %s", msg)
+	}
+	if after := cp.Log.Rev(); after != before {
+		t.Errorf("a refused status write wrote to the log: revision %d -> %d", before, after)
+	}
+	a.mustDo(200, "PUT", podsPath+"/s/status", "application/json",
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"s"},"status":{"phase":"Running","podIP":"10.0.0.9","podIPs":[{"ip":"10.0.0.9"}]}}`)
+}
+
 func TestUpdateConflictsOnStaleRevisionAndBumpsGeneration(t *testing.T) {
 	a, _ := newAPI(t)
 	path := "/apis/apps/v1/namespaces/default/deployments"

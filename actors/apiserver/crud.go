@@ -513,7 +513,11 @@ func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub s
 	if err := s.mutate(ctx, attrs); err != nil {
 		return nil, err
 	}
-	if errs := schemas.ValidateUpdate(next, cur); len(errs) > 0 {
+	validateUpdate := schemas.ValidateUpdate
+	if sub == "status" {
+		validateUpdate = schemas.ValidateStatusUpdate
+	}
+	if errs := validateUpdate(next, cur); len(errs) > 0 {
 		return nil, invalid(k, cm.GetName(), errs)
 	}
 	if err := s.validate(ctx, attrs); err != nil {

@@ -16,8 +16,10 @@ import (
 func (k *kubelet) podStatus(pod *corev1.Pod, sb *kruntime.Sandbox, attempts map[string][]kruntime.ContainerStatus, waiting map[string]waitInfo) corev1.PodStatus {
 	st := *pod.Status.DeepCopy()
 	now := time.Now()
-	st.HostIP = k.cfg.NodeIP
-	st.HostIPs = []corev1.HostIP{{IP: k.cfg.NodeIP}}
+	if k.cfg.NodeIP != "" { // a node without one reports none (an empty host IP is invalid)
+		st.HostIP = k.cfg.NodeIP
+		st.HostIPs = []corev1.HostIP{{IP: k.cfg.NodeIP}}
+	}
 	if sb != nil {
 		st.PodIP = sb.IP
 		st.PodIPs = []corev1.PodIP{{IP: sb.IP}}

@@ -332,6 +332,13 @@ func TestOtherKindRules(t *testing.T) {
 // update validates oldObj (defaulted) then a changed copy and wants an error at path.
 func update[T runtime.Object](t *testing.T, name string, old T, change func(T), path, want string) {
 	t.Helper()
+	checkUpdate(t, validation.ValidateUpdate, name, old, change, path, want)
+}
+
+// checkUpdate is update with the given validation of the change (a whole update's, a status
+// write's).
+func checkUpdate[T runtime.Object](t *testing.T, validate func(n, o runtime.Object) field.ErrorList, name string, old T, change func(T), path, want string) {
+	t.Helper()
 	defaults.Default(old)
 	m, err := apimeta.Accessor(old)
 	if err != nil {
@@ -341,7 +348,7 @@ func update[T runtime.Object](t *testing.T, name string, old T, change func(T), 
 	next := old.DeepCopyObject().(T)
 	change(next)
 	before := old.DeepCopyObject()
-	errs := validation.ValidateUpdate(next, old)
+	errs := validate(next, old)
 	if !apiequality.Semantic.DeepEqual(before, old) {
 		t.Errorf("%s: validating the update changed the stored object", name)
 	}
