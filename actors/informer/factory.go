@@ -21,6 +21,7 @@ type Factory struct {
 	start func(*Informer)                                              // set while the factory's actor runs: starts an informer asked for later
 	via   map[string]func(kind *schemas.Kind, namespace string) Source // kinds not read from the log
 	trim  map[string]Transform                                         // kinds cached in part
+	admit map[string]AdmitFunc                                         // kinds cached in subset
 
 	checks bool          // see CheckMutations
 	shared sharedDecoder // see ShareDecodes
@@ -37,29 +38,44 @@ type Transform func(runtime.Object) runtime.Object
 // shares the informers). Call it before the first informer of that kind is asked for: a cache
 // already full of whole objects would be read as trimmed, so it panics then (a code error).
 func (f *Factory) Keep(group, resource string, t Transform) {
+	setRule(f, &f.trim, "Keep", group, resource, t)
+}
+
+// AdmitFunc decides from an object's stored value, before any decode (logvalue's peeks read
+// a field off the wire), whether a cache holds the object.
+type AdmitFunc func(value []byte) bool
+
+// Admit makes the informers of group/resource cache only the objects admit accepts, for a
+// process that reads a subset the log cannot select by key (simulated kubelets: bound pods,
+// the union of their kubelets' spec.nodeName field selectors): the rest is neither decoded
+// nor kept. An object that stops being admitted leaves the cache (its readers see a
+// delete). Call it before the first informer of that kind is asked for.
+func (f *Factory) Admit(group, resource string, admit AdmitFunc) {
+	setRule(f, &f.admit, "Admit", group, resource, admit)
+}
+
+// setRule sets how the informers of group/resource cache. It panics when that kind has an
+// informer already: a cache filled under other rules would be read as if made under the new
+// ones (a code error).
+func setRule[V any](f *Factory, rules *map[string]V, what, group, resource string, v V) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, inf := range f.infs {
 		if inf.kind.GVK.Group == group && inf.kind.Resource == resource {
-			panic("informer: Keep " + resource + " after its informer was made")
+			panic("informer: " + what + " " + resource + " after its informer was made")
 		}
 	}
-	if f.trim == nil {
-		f.trim = map[string]Transform{}
+	if *rules == nil {
+		*rules = map[string]V{}
 	}
-	f.trim[group+"/"+resource] = t
+	(*rules)[group+"/"+resource] = v
 }
 
 // ReadThrough makes the informers of group/resource read through src instead of the log: a
 // process without the key that seals Secrets in the log reads them through the API, as
 // kube's controller-manager does. Call it before the first informer of that kind is asked for.
 func (f *Factory) ReadThrough(group, resource string, src func(kind *schemas.Kind, namespace string) Source) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.via == nil {
-		f.via = map[string]func(*schemas.Kind, string) Source{}
-	}
-	f.via[group+"/"+resource] = src
+	setRule(f, &f.via, "ReadThrough", group, resource, src)
 }
 
 // NewFactory returns an empty factory over log.
@@ -91,6 +107,7 @@ func (f *Factory) ForKind(kind *schemas.Kind, namespace string) *Informer {
 		inf.shared = &f.shared
 	}
 	inf.transform = f.trim[kind.GVK.Group+"/"+kind.Resource]
+	inf.admit = f.admit[kind.GVK.Group+"/"+kind.Resource]
 	if f.checks {
 		inf.check = newMutationCheck()
 	}

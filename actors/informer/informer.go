@@ -75,6 +75,7 @@ type Informer struct {
 	kind      *schemas.Kind
 	namespace string
 	transform Transform      // nil: whole objects
+	admit     AdmitFunc      // nil: every object
 	check     *mutationCheck // nil unless the factory checks for changed cached objects
 	shared    *sharedDecoder // the factory's, for an informer over the log; nil: decodes alone
 	labels    labelSets      // the cached objects' label maps, interned
@@ -294,9 +295,15 @@ func (i *Informer) trim(obj runtime.Object) runtime.Object {
 }
 
 func (i *Informer) apply(ev statelog.Event) {
-	obj, err := i.decode(ev.Value, ev.Rev)
-	if err != nil {
-		return
+	if ev.Type != statelog.EventDelete && i.admit != nil && !i.admit(ev.Value) {
+		ev.Type = statelog.EventDelete // out of this cache: gone for its readers, if it was in
+	}
+	var obj runtime.Object
+	if ev.Type != statelog.EventDelete { // a delete hands the readers the cached object
+		var err error
+		if obj, err = i.decode(ev.Value, ev.Rev); err != nil {
+			return
+		}
 	}
 	i.deliver.Lock()
 	defer i.deliver.Unlock()

@@ -18,6 +18,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/nodeheartbeat"
 	"github.com/skiff-sh/skiff/bus/statelog"
 	"github.com/skiff-sh/skiff/schemas"
+	"github.com/skiff-sh/skiff/schemas/logvalue"
 )
 
 // Label and annotation that mark a simulated node.
@@ -127,6 +128,7 @@ func New(cfg Config) func() actorkit.Actor {
 		frozen: map[string]bool{}, nextIP: map[string]int{}}
 	if f.informers == nil {
 		f.informers, f.ownFactory = informer.NewFactory(cfg.Log), true
+		ReadBoundPods(f.informers)
 	}
 	f.pods = informer.Shared[*corev1.Pod](f.informers, "", "pods")
 	f.pods.AddIndexer(informer.IndexNodeName, func(p *corev1.Pod) []string {
@@ -161,4 +163,17 @@ func (f *fleet) isFrozen(node string) bool {
 func (f *fleet) ours(node string) bool {
 	_, ok := f.index[node]
 	return ok
+}
+
+// ReadBoundPods makes f's pod informers keep bound pods only, for a process whose every pod
+// reader is a fleet (skiff sim nodes): its kubelets read bound pods only (a kubelet's
+// spec.nodeName field selector), so a third of the pod writes, the creates, are then neither
+// decoded nor kept. Call it before f's first pod informer is made.
+func ReadBoundPods(f *informer.Factory) { f.Admit("", "pods", boundPod) }
+
+// boundPod admits a stored pod bound to a node (or one whose node cannot be read: the decode
+// then reports it).
+func boundPod(value []byte) bool {
+	node, err := logvalue.PodNodeName(value)
+	return err != nil || node != ""
 }

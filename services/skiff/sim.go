@@ -59,6 +59,7 @@ func newSim(g *globals) *cobra.Command {
 				return err
 			}
 			defer m.Close()
+			simnode.ReadBoundPods(m.Informers) // the fleet is the process's only pod reader
 			client := &apiclient.Client{T: apiclient.NATS{Conn: m.Conn, Subject: auth.ID.APISubject()}}
 			_, err = m.Actors.Spawn("simnode", simnode.New(simnode.Config{Log: m.Log, Informers: m.Informers, Client: client,
 				Nodes: count, Prefix: prefix, RenewInterval: renew, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}))
