@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"github.com/skiff-sh/skiff/schemas/podspec"
 )
 
 // Init containers run one at a time, in order, each to a successful exit before the next
@@ -14,11 +15,6 @@ import (
 // How far a pod got is read from containerd's records each sync, as Kubernetes' kubelet reads
 // it from its container statuses: a finished init container's record stays until the pod goes,
 // so an agent that restarts does not run it again.
-
-// isSidecar reports whether an init container is a restartable (sidecar) one.
-func isSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
 
 // initRestartPolicy is how a failed ordinary init container is treated: retried (with back-off)
 // unless the pod never restarts; one that succeeded never runs again.
@@ -53,7 +49,7 @@ func (k *kubelet) initThrough(c *corev1.Container, l *kruntime.ContainerStatus) 
 	switch {
 	case l == nil:
 		return false
-	case isSidecar(c):
+	case podspec.IsSidecar(c):
 		return l.State == kruntime.StateRunning && k.probes.result(l.ID, c).Started
 	default:
 		return l.State == kruntime.StateExited && l.ExitCode == 0
@@ -67,7 +63,7 @@ func initFailed(pod *corev1.Pod, statuses []corev1.ContainerStatus) bool {
 		return false
 	}
 	for i, cs := range statuses {
-		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && !isSidecar(&pod.Spec.InitContainers[i]) {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 && !podspec.IsSidecar(&pod.Spec.InitContainers[i]) {
 			return true
 		}
 	}
@@ -83,7 +79,7 @@ func podContainers(pod *corev1.Pod, blocker int) ([]*corev1.Container, []corev1.
 	for i := range pod.Spec.InitContainers[:min(blocker+1, len(pod.Spec.InitContainers))] {
 		c := &pod.Spec.InitContainers[i]
 		switch {
-		case isSidecar(c):
+		case podspec.IsSidecar(c):
 			cs, policies = append(cs, c), append(policies, corev1.RestartPolicyAlways)
 		case i == blocker:
 			cs, policies = append(cs, c), append(policies, initRestartPolicy(pod))
@@ -106,7 +102,7 @@ func (k *kubelet) initStatuses(pod *corev1.Pod, attempts map[string][]kruntime.C
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := k.containerStatus(c, attempts[c.Name], waitingFor(c.Name, waiting), "PodInitializing")
-		if !isSidecar(c) {
+		if !podspec.IsSidecar(c) {
 			t := cs.State.Terminated
 			cs.Ready = t != nil && t.ExitCode == 0
 		}

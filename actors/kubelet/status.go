@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"github.com/skiff-sh/skiff/schemas/podspec"
 )
 
 // podStatus derives the pod's status from the runtime's view, keeping the fields the agent
@@ -47,7 +48,7 @@ func (k *kubelet) podStatus(pod *corev1.Pod, sb *kruntime.Sandbox, attempts map[
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
 	for i, cs := range st.InitContainerStatuses {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if podspec.IsSidecar(&pod.Spec.InitContainers[i]) {
 			allReady = allReady && cs.Ready // sidecars count toward readiness
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
+	"github.com/skiff-sh/skiff/schemas/podspec"
 )
 
 // stopOrder groups a pod's running containers into the waves terminate stops them in: every
@@ -16,7 +17,7 @@ import (
 func stopOrder(pod *corev1.Pod, cur *kruntime.SandboxStatus) [][]kruntime.ContainerStatus {
 	sidecars := map[string]int{}
 	for i := range pod.Spec.InitContainers {
-		if isSidecar(&pod.Spec.InitContainers[i]) {
+		if podspec.IsSidecar(&pod.Spec.InitContainers[i]) {
 			sidecars[pod.Spec.InitContainers[i].Name] = len(sidecars)
 		}
 	}

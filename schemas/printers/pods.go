@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/skiff-sh/skiff/schemas/podspec"
 )
 
 func init() {
@@ -39,17 +41,12 @@ func podCells(p *corev1.Pod, now time.Time) []any {
 		orNone(p.Status.PodIP), orNone(p.Spec.NodeName), orNone(p.Status.NominatedNodeName), readinessGates(p)}
 }
 
-// sidecar reports whether an init container keeps running beside the main ones.
-func sidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
 // podReady counts ready main and sidecar containers against their total.
 func podReady(p *corev1.Pod) (ready, total int) {
 	total = len(p.Spec.Containers)
 	sidecars := map[string]bool{}
 	for i := range p.Spec.InitContainers {
-		if sidecar(&p.Spec.InitContainers[i]) {
+		if podspec.IsSidecar(&p.Spec.InitContainers[i]) {
 			total++
 			sidecars[p.Spec.InitContainers[i].Name] = true
 		}
@@ -133,7 +130,7 @@ func initStatus(p *corev1.Pod) (string, bool) {
 	n := len(p.Spec.InitContainers)
 	sidecars := map[string]bool{}
 	for i := range p.Spec.InitContainers {
-		sidecars[p.Spec.InitContainers[i].Name] = sidecar(&p.Spec.InitContainers[i])
+		sidecars[p.Spec.InitContainers[i].Name] = podspec.IsSidecar(&p.Spec.InitContainers[i])
 	}
 	for i, s := range p.Status.InitContainerStatuses {
 		switch {

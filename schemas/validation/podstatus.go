@@ -1,6 +1,8 @@
 package validation
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -8,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	netutils "k8s.io/utils/net"
+
+	"github.com/skiff-sh/skiff/schemas/podspec"
 )
 
 var statusPath = field.NewPath("status")
@@ -57,13 +61,9 @@ func podStatusUpdate(n, o *corev1.Pod) field.ErrorList {
 		hostIPs[i] = ip.IP
 	}
 	errs = append(errs, ipFamilies(hostIPs, statusPath.Child("hostIPs"))...)
-	restartable := map[string]bool{} // init containers that restart whatever the pod's policy (sidecars)
-	for _, c := range n.Spec.InitContainers {
-		restartable[c.Name] = c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-	}
 	policy := o.Spec.RestartPolicy
 	errs = append(errs, stayTerminated(st.ContainerStatuses, o.Status.ContainerStatuses, policy, nil, statusPath.Child("containerStatuses"))...)
-	errs = append(errs, stayTerminated(st.InitContainerStatuses, o.Status.InitContainerStatuses, policy, restartable, statusPath.Child("initContainerStatuses"))...)
+	errs = append(errs, stayTerminated(st.InitContainerStatuses, o.Status.InitContainerStatuses, policy, n.Spec.InitContainers, statusPath.Child("initContainerStatuses"))...)
 	// Ephemeral containers are never restarted.
 	return append(errs, stayTerminated(st.EphemeralContainerStatuses, o.Status.EphemeralContainerStatuses, corev1.RestartPolicyNever, nil, statusPath.Child("ephemeralContainerStatuses"))...)
 }
@@ -93,15 +93,16 @@ func ipFamilies(ips []string, p *field.Path) field.ErrorList {
 
 // stayTerminated forbids a container that terminated, and may not restart, to be reported
 // running or waiting again: under restartPolicy Always every container may, under OnFailure
-// one that failed, and a restartable init container always.
-func stayTerminated(next, old []corev1.ContainerStatus, policy corev1.RestartPolicy, restartable map[string]bool, p *field.Path) field.ErrorList {
+// one that failed, and a sidecar among inits (the pod's init containers, for their statuses)
+// always.
+func stayTerminated(next, old []corev1.ContainerStatus, policy corev1.RestartPolicy, inits []corev1.Container, p *field.Path) field.ErrorList {
 	if policy == corev1.RestartPolicyAlways {
 		return nil
 	}
 	var errs field.ErrorList
 	for i, was := range old {
 		t := was.State.Terminated
-		if t == nil || (t.ExitCode != 0 && policy == corev1.RestartPolicyOnFailure) || restartable[was.Name] {
+		if t == nil || (t.ExitCode != 0 && policy == corev1.RestartPolicyOnFailure) || isSidecarNamed(inits, was.Name) {
 			continue
 		}
 		for _, now := range next {
@@ -111,4 +112,10 @@ func stayTerminated(next, old []corev1.ContainerStatus, policy corev1.RestartPol
 		}
 	}
 	return errs
+}
+
+// isSidecarNamed reports whether the init container called name is a sidecar.
+func isSidecarNamed(inits []corev1.Container, name string) bool {
+	i := slices.IndexFunc(inits, func(c corev1.Container) bool { return c.Name == name })
+	return i >= 0 && podspec.IsSidecar(&inits[i])
 }

@@ -5,6 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/skiff-sh/skiff/schemas/podspec"
 )
 
 // hostnameKey is the topology key whose domain is a single node. A node without the label
@@ -109,7 +111,7 @@ func podHostPorts(p *v1.Pod) []hostPort {
 	var out []hostPort
 	add := func(cs []v1.Container, sidecarsOnly bool) {
 		for i := range cs {
-			if sidecarsOnly && (cs[i].RestartPolicy == nil || *cs[i].RestartPolicy != v1.ContainerRestartPolicyAlways) {
+			if sidecarsOnly && !podspec.IsSidecar(&cs[i]) {
 				continue // a plain init container has exited before the app containers bind
 			}
 			for _, cp := range cs[i].Ports {

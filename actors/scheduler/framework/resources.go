@@ -2,6 +2,8 @@ package framework
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/skiff-sh/skiff/schemas/podspec"
 )
 
 // Defaults kube-scheduler assumes for a container that requests nothing, so that scoring still
@@ -114,7 +116,7 @@ func podRequests(pod *v1.Pod) (req, nonZero Resource) {
 		c := &pod.Spec.InitContainers[i]
 		r := resourceFromList(c.Resources.Requests)
 		nz := withDefaults(r, c.Resources.Requests)
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+		if podspec.IsSidecar(c) {
 			// A sidecar keeps running beside everything started after it.
 			sidecars.add(&r)
 			sidecarsNZ.add(&nz)
