@@ -49,8 +49,7 @@ func podUpdate(n, o *corev1.Pod) field.ErrorList {
 }
 
 // withImages is old with the images of next, when both list as many containers: old itself
-// when no image changed (the comparison then finds the lists the same without a walk), else a
-// copy.
+// when no image changed (every status write: nothing to copy), else a copy.
 func withImages(old, next []corev1.Container) []corev1.Container {
 	if len(old) != len(next) || slices.EqualFunc(old, next, func(o, n corev1.Container) bool { return o.Image == n.Image }) {
 		return old
