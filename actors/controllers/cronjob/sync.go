@@ -47,11 +47,7 @@ func (c *controller) sync(ctx context.Context, key string) error {
 
 // ownedJobs are the Jobs whose controller is cj (by UID, from the controller index).
 func (c *controller) ownedJobs(cj *batchv1.CronJob) []*batchv1.Job {
-	var out []*batchv1.Job
-	for _, o := range c.jobs.ByIndex(informer.IndexControllerUID, string(cj.UID)) {
-		out = append(out, o.(*batchv1.Job))
-	}
-	return out
+	return informer.Of[*batchv1.Job](c.jobs).ByIndex(informer.IndexControllerUID, string(cj.UID))
 }
 
 // reconcileActive brings status.active in line with the owned Jobs, as kube's controller does:
