@@ -23,7 +23,7 @@ import (
 // selfLink, generation, managedFields, resourceVersion: all leaves). So the create's
 // managedFields are a function of the kind, endpoint, manager and the rest of the object,
 // but for the time stamp, and trackCreate memoises them by the protobuf encoding of the object
-// with those fields cleared.
+// with those fields cleared; events, each unlike the others, by their shape (fmshape.go).
 //
 // What that encoding cannot tell apart: TypeMeta (not encoded; its strings join the key), and
 // a nil from an empty slice or map (both encoded as nothing). The latter matters only where
@@ -57,11 +57,6 @@ func trackCreate(k *schemas.Kind, obj runtime.Object, wo writeOptions) runtime.O
 		return obj
 	}
 	live := func() runtime.Object { o := k.New(); setTypeMeta(o, k); return o }
-	if k.GVK.Kind == "Event" {
-		// Created by the thousand but each unlike the others (object, message, times): keys
-		// of events would only push the templates' out of the memo.
-		return trackUpdate(k, "", live(), obj, wo)
-	}
 	sub := wo.trackAs
 	manager := managerOf(wo)
 	bp := keyBuffers.Get().(*[]byte)
@@ -117,6 +112,11 @@ func copyEntries(entries []metav1.ManagedFieldsEntry, at *time.Time) []metav1.Ma
 // may depend on more (see above). obj's stripped metadata is cleared for the encoding and put
 // back.
 func createKey(buf []byte, k *schemas.Kind, sub, manager string, obj runtime.Object) (_ []byte, ok bool) {
+	return createKeyBy(buf, k, sub, manager, obj, shapeKeyed(k.GVK.Kind))
+}
+
+// createKeyBy is createKey by the object's encoding, or by its shape.
+func createKeyBy(buf []byte, k *schemas.Kind, sub, manager string, obj runtime.Object, byShape bool) (_ []byte, ok bool) {
 	if k.Custom != nil {
 		return buf, false
 	}
@@ -154,6 +154,13 @@ func createKey(buf []byte, k *schemas.Kind, sub, manager string, obj runtime.Obj
 	defer func() { *om = saved }()
 	om.Name, om.Namespace, om.UID, om.SelfLink, om.ResourceVersion = "", "", "", "", ""
 	om.CreationTimestamp, om.Generation, om.ManagedFields = metav1.Time{}, 0, nil
+	if byShape {
+		buf = append(buf, 's')
+		if buf, ok = appendShape(buf, v.Elem()); !ok || len(buf) > maxCreateKey {
+			return buf, false
+		}
+		return buf, true
+	}
 	n := enc.Size()
 	if len(buf)+n > maxCreateKey {
 		return buf, false

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -241,19 +242,182 @@ func TestCreateMemoHitsPodsOfOneTemplate(t *testing.T) {
 	}
 }
 
-// Events are not memoised: each is unlike the others, and their keys would evict the
-// templates' pods; theirs are recorded by the plain path.
-func TestCreateMemoLeavesEventsOut(t *testing.T) {
+// Events are keyed by shape: a second Scheduled event, of another pod, message and time, is
+// answered from the memo and records what the plain path records; one more label is not.
+func TestCreateMemoKeysEventsByShape(t *testing.T) {
 	events, _ := schemas.ByResource("", "v1", "events")
 	wo := writeOptions{fieldManager: "default-scheduler"}
-	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web-1.1", Namespace: "default"}, Reason: "Scheduled", Message: "assigned"}
-	setTypeMeta(ev, events)
-	probe := ev.DeepCopy()
-	trackCreate(events, ev, wo)
-	if cached(events, probe, wo) {
-		t.Fatal("an event's create is memoised")
+	tag := fmt.Sprint(rand.Int63()) // as an annotation's key, a shape no other test made
+	event := func(pod string, at time.Time) *corev1.Event {
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: pod + "." + tag, Namespace: "default", Annotations: map[string]string{tag: "x"}},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: pod, UID: types.UID(pod + "-uid")},
+			Reason:         "Scheduled", Message: "Successfully assigned default/" + pod + " to node-" + tag, Type: corev1.EventTypeNormal,
+			Count: 1, FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at), Source: corev1.EventSource{Component: tag}}
+		setTypeMeta(ev, events)
+		return ev
 	}
-	if len(ev.ManagedFields) != 1 || ev.ManagedFields[0].Manager != "default-scheduler" {
-		t.Fatalf("recorded %v", ev.ManagedFields)
+	first := event("web-1", time.Now())
+	if cached(events, first, wo) {
+		t.Fatal("a new shape is cached already")
+	}
+	sameCreate(t, "first event", events, first, wo)
+	second := event("web-2-longer-name", time.Now().Add(time.Hour))
+	second.Count = 7
+	if !cached(events, second, wo) {
+		t.Fatal("an event of the same shape is not cached")
+	}
+	hits := createFieldsHits.Load()
+	sameCreate(t, "second event", events, second, wo)
+	if createFieldsHits.Load() <= hits {
+		t.Fatal("the second event missed the memo")
+	}
+	for what, other := range map[string]*corev1.Event{"labelled": event("web-3", time.Now()), "no count": event("web-4", time.Now())} {
+		if what == "labelled" {
+			other.Labels = map[string]string{"extra": "1"}
+		} else {
+			other.Count = 0
+		}
+		if cached(events, other, wo) {
+			t.Fatalf("an event %s is cached", what)
+		}
+		sameCreate(t, what, events, other, wo)
+	}
+}
+
+// The claim shape keys rest on: fuzzed objects of every built-in kind and the same objects
+// with every scalar changed to another of the same zero-ness (lists, map keys and types that
+// convert themselves kept) share a shape key and record the same entry; changed also in
+// zero-ness here and there, they record the same entry whenever the key stays the same.
+func TestShapeKeyedObjectsRecordAlike(t *testing.T) {
+	f := newFiller(t)
+	rnd := rand.New(rand.NewSource(time.Now().UnixNano()))
+	same, flipped := 0, 0
+	for _, k := range builtinKinds(t) {
+		for i := range 6 {
+			obj := fuzzed(f, k)
+			mustMeta(obj).SetManagedFields(nil)
+			key, ok := createKeyBy(nil, k, "", "m", obj.DeepCopyObject(), true)
+			if !ok {
+				continue
+			}
+			record := plainEntries(t, k, obj)
+			for _, mayFlip := range []bool{false, true} {
+				other := obj.DeepCopyObject()
+				perturb(reflect.ValueOf(other).Elem(), func() bool { return mayFlip && rnd.Intn(8) == 0 })
+				otherKey, _ := createKeyBy(nil, k, "", "m", other.DeepCopyObject(), true)
+				if string(key) != string(otherKey) {
+					if mayFlip {
+						continue // keys apart claim nothing
+					}
+					t.Fatalf("%s #%d: the shape key changed with the values", k.GVK.Kind, i)
+				}
+				if got := plainEntries(t, k, other); got != record {
+					t.Fatalf("%s #%d: one shape, two records:\n%s\n%s", k.GVK.Kind, i, record, got)
+				}
+				same++
+			}
+			flipped++
+		}
+	}
+	if same < 100 {
+		t.Fatalf("only %d objects of %d compared by shape", same, flipped)
+	}
+}
+
+// plainEntries are the plain path's managedFields for creating obj, times left out.
+func plainEntries(t *testing.T, k *schemas.Kind, obj runtime.Object) string {
+	t.Helper()
+	fields := mustMeta(trackUpdate(k, "", newOf(k), obj.DeepCopyObject(), writeOptions{fieldManager: "m"})).GetManagedFields()
+	for i := range fields {
+		fields[i].Time = nil
+	}
+	data, err := json.Marshal(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// perturb changes every scalar appendShape keys by zero-ness to another value, of the same
+// zero-ness unless flip says otherwise: strings, integers, booleans (flipped only) and times,
+// also as map values; flip also renames map keys. TypeMeta is left alone.
+func perturb(v reflect.Value, flip func() bool) {
+	t := v.Type()
+	if shapeTimes[t] {
+		var at *time.Time
+		switch x := v.Addr().Interface().(type) {
+		case *metav1.Time:
+			at = &x.Time
+		case *metav1.MicroTime:
+			at = &x.Time
+		}
+		switch {
+		case flip() && at.IsZero():
+			*at = time.Unix(1e9, 0)
+		case flip():
+			*at = time.Time{}
+		case !at.IsZero():
+			*at = at.Add(time.Hour)
+		}
+		return
+	}
+	if convertsItself(t) || t == reflect.TypeFor[metav1.TypeMeta]() {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Bool:
+		if flip() {
+			v.SetBool(!v.Bool())
+		}
+	case reflect.String:
+		switch {
+		case flip() && v.Len() == 0:
+			v.SetString("y")
+		case flip():
+			v.SetString("")
+		case v.Len() > 0:
+			v.SetString(v.String() + "x")
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		switch n := v.Int(); {
+		case flip() && n == 0:
+			v.SetInt(1)
+		case flip():
+			v.SetInt(0)
+		case n == -1:
+			v.SetInt(-2)
+		case n != 0:
+			v.SetInt(n + 1)
+		}
+	case reflect.Uint, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		switch n := v.Uint(); {
+		case flip() && n == 0:
+			v.SetUint(1)
+		case flip():
+			v.SetUint(0)
+		case n != 0:
+			v.SetUint(n%1000 + 1)
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			perturb(v.Elem(), flip)
+		}
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if t.Field(i).IsExported() {
+				perturb(v.Field(i), flip)
+			}
+		}
+	case reflect.Map:
+		for _, key := range v.MapKeys() {
+			elem := reflect.New(t.Elem()).Elem()
+			elem.Set(v.MapIndex(key))
+			perturb(elem, flip)
+			if t.Key().Kind() == reflect.String && flip() { // renamed
+				v.SetMapIndex(key, reflect.Value{})
+				key = reflect.ValueOf(key.String() + "k").Convert(t.Key())
+			}
+			v.SetMapIndex(key, elem)
+		}
 	}
 }
