@@ -12,6 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 	"github.com/skiff-sh/skiff/internal/ocibuild"
@@ -103,6 +108,9 @@ func (n *Node) Close() {
 	}
 	if n.Daemon != nil {
 		_ = n.Daemon.Stop()
+		// A pod a test's kubelet was still starting as the sweep above listed them keeps its
+		// shim, which outlives containerd: the node must not outlive the test binary.
+		killShims(n.Daemon.Socket)
 	}
 	if n.Root != "" {
 		_ = os.RemoveAll(n.Root)
@@ -136,12 +144,45 @@ func BuildImage(dir string) error {
 	return err
 }
 
+// killAll kills the processes of one cgroup directory.
+func killAll(dir string) {
+	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(procs)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
 
-// removeCgroups drops the namespace's (now empty) cgroup directories, v1 and v2 layouts.
+// killShims kills the runc shims serving the containerd at socket (named in their command
+// line); what they ran was killed through its cgroups before.
+func killShims(socket string) {
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") || !slices.Contains(args, socket) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// removeCgroups kills what is left in the namespace's cgroups and drops their directories,
+// v1 and v2 layouts.
 func removeCgroups(namespace string) {
 	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", namespace))
 	dirs = append(dirs, filepath.Join("/sys/fs/cgroup", namespace))
@@ -154,7 +195,10 @@ func removeCgroups(namespace string) {
 			return nil
 		})
 		for i := len(all) - 1; i >= 0; i-- { // children first
-			_ = os.Remove(all[i])
+			killAll(all[i])
+			for try := 0; os.Remove(all[i]) != nil && try < 20; try++ {
+				time.Sleep(50 * time.Millisecond) // the killed exiting
+			}
 		}
 	}
 }
