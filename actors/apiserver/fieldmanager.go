@@ -168,7 +168,7 @@ func trackUpdate(k *schemas.Kind, sub string, live, next runtime.Object, wo writ
 		mustMeta(next).SetManagedFields(mustMeta(live).GetManagedFields())
 		return next
 	}
-	return trackFull(fm, k, live, next, manager)
+	return trackFull(fm, k, sub, live, next, manager)
 }
 
 // managerOf is the request's field manager: its fieldManager parameter, else its User-Agent up

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"fmt"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -37,24 +38,51 @@ func TestTrackFullMatchesTheFieldManager(t *testing.T) {
 		live, next         runtime.Object
 		narrowed           bool // some top-level field is the same in both
 		kind               *schemas.Kind
+		split              bool // some entry is left out of the field manager's view
+	}
+	withKubelet := trackUpdate(k, "status", live, pod(running), writeOptions{fieldManager: "kubelet"})
+	// Another manager owning a status field the kubelet then changes, and many managers.
+	conditioned := trackUpdate(k, "status", withKubelet, func() runtime.Object {
+		p := withKubelet.DeepCopyObject().(*corev1.Pod)
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: "example.com/gate", Status: corev1.ConditionTrue})
+		return p
+	}(), writeOptions{fieldManager: "gatekeeper"})
+	crowded := live
+	for i := range 10 {
+		crowded = trackUpdate(k, "", crowded, func() runtime.Object {
+			p := crowded.DeepCopyObject().(*corev1.Pod)
+			p.Annotations = map[string]string{fmt.Sprint("a", i): "x"}
+			return p
+		}(), writeOptions{fieldManager: fmt.Sprint("annotator-", i)})
 	}
 	cases := []tcase{
-		{"a kubelet's first status write", "status", "kubelet", live, pod(running), true, k},
-		{"a status write changing a condition", "status", "kubelet", trackUpdate(k, "status", live, pod(running), writeOptions{fieldManager: "kubelet"}),
+		{"a kubelet's first status write", "status", "kubelet", live, pod(running), true, k, true},
+		{"a status write changing a condition", "status", "kubelet", withKubelet,
 			pod(func(p *corev1.Pod) {
 				running(p)
 				p.Status.Conditions[0].Status = corev1.ConditionFalse
 				p.Status.PodIP = ""
-			}), true, k},
+			}), true, k, true},
+		{"a status write taking another's condition", "status", "kubelet", conditioned, func() runtime.Object {
+			p := conditioned.DeepCopyObject().(*corev1.Pod)
+			p.Status.Conditions[1].Status = corev1.ConditionFalse
+			return p
+		}(), true, k, true},
+		{"a status write changing a label", "status", "kubelet", withKubelet, pod(func(p *corev1.Pod) {
+			running(p)
+			p.Labels["app"] = "db"
+			p.Status.PodIP = "10.0.0.6"
+		}), true, k, false},
+		{"a status write among many managers", "status", "kubelet", crowded, pod(running), true, k, false},
 		{"a spec write leaving status", "", "kubectl", live, pod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Image = "img:2"
 			p.Spec.ActiveDeadlineSeconds = ptr.To(int64(30))
-		}), true, k},
-		{"a label taken from its owner", "", "kubectl", live, pod(func(p *corev1.Pod) { p.Labels["app"] = "db" }), true, k},
-		{"a label removed", "", "kubectl", live, pod(func(p *corev1.Pod) { delete(p.Labels, "app") }), true, k},
-		{"a write changing nothing", "", "kubectl", live, pod(func(*corev1.Pod) {}), true, k},
-		{"a create", "", "kubectl", k.New(), pod(running), false, k},
-		{"a create without status (zero in both: no view)", "", "kubectl", k.New(), pod(func(*corev1.Pod) {}), false, k},
+		}), true, k, false},
+		{"a label taken from its owner", "", "kubectl", live, pod(func(p *corev1.Pod) { p.Labels["app"] = "db" }), true, k, false},
+		{"a label removed", "", "kubectl", live, pod(func(p *corev1.Pod) { delete(p.Labels, "app") }), true, k, false},
+		{"a write changing nothing", "", "kubectl", live, pod(func(*corev1.Pod) {}), true, k, true},
+		{"a create", "", "kubectl", k.New(), pod(running), false, k, false},
+		{"a create without status (zero in both: no view)", "", "kubectl", k.New(), pod(func(*corev1.Pod) {}), false, k, false},
 	}
 	dk, dep := created(t, "apps", "v1", "deployments", &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: "default"},
@@ -64,7 +92,7 @@ func TestTrackFullMatchesTheFieldManager(t *testing.T) {
 	}, "kubectl")
 	scaled := dep.DeepCopyObject().(*appsv1.Deployment)
 	scaled.Status = appsv1.DeploymentStatus{Replicas: 2, ReadyReplicas: 1, Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse}}}
-	cases = append(cases, tcase{"a controller's status write", "status", "kube-controller-manager", dep, scaled, true, dk})
+	cases = append(cases, tcase{"a controller's status write", "status", "kube-controller-manager", dep, scaled, true, dk, true})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			kind := c.kind
@@ -72,12 +100,18 @@ func TestTrackFullMatchesTheFieldManager(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, _, ok := withoutUnchanged(kind, c.live, c.next); ok != c.narrowed {
+			_, _, changed, ok := withoutUnchanged(kind, c.live, c.next)
+			if ok != c.narrowed {
 				t.Fatalf("fields left out: %v, want %v", ok, c.narrowed)
+			}
+			_, _, split := splitEntries(kind, c.sub, c.manager, mustMeta(c.live).GetManagedFields(), mustMeta(c.next).GetManagedFields(),
+				changed, metadataChanged(c.live, c.next))
+			if split != c.split {
+				t.Fatalf("entries left out: %v, want %v", split, c.split)
 			}
 			full := mustMeta(fm.UpdateNoErrors(c.live, c.next.DeepCopyObject(), c.manager)).GetManagedFields()
 			next := c.next.DeepCopyObject()
-			out := trackFull(fm, kind, c.live, next, c.manager)
+			out := trackFull(fm, kind, c.sub, c.live, next, c.manager)
 			if out != next {
 				t.Fatal("trackFull did not return the object it was given")
 			}
@@ -86,6 +120,49 @@ func TestTrackFullMatchesTheFieldManager(t *testing.T) {
 				t.Fatal("trackFull changed the object beyond its managed fields")
 			}
 		})
+	}
+}
+
+// Fuzzed objects of every built-in kind with a status, created by one manager, then written
+// by another through /status with another fuzzed status (and some with other labels too):
+// trackFull records what the field manager records of the whole objects.
+func TestTrackFullMatchesTheFieldManagerOnFuzzedStatusWrites(t *testing.T) {
+	f := newFiller(t)
+	splits := 0
+	for _, k := range builtinKinds(t) {
+		if _, ok := topField(k.New(), "status"); !ok || !k.HasSubresource("status") {
+			continue
+		}
+		fm, err := fieldManagerFor(k, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 6 {
+			obj := fuzzed(f, k)
+			mustMeta(obj).SetManagedFields(nil)
+			live := trackUpdate(k, "", newOf(k), obj, writeOptions{fieldManager: "creator"})
+			mustMeta(live).SetUID("u1")
+			next := live.DeepCopyObject()
+			status, _ := topField(next, "status")
+			other, _ := topField(fuzzed(f, k), "status")
+			status.Set(other)
+			if i%3 == 2 {
+				mustMeta(next).SetLabels(map[string]string{"changed": fmt.Sprint(i)})
+			}
+			what := fmt.Sprintf("%s #%d", k.GVK.Kind, i)
+			_, _, changed, ok := withoutUnchanged(k, live, next)
+			if ok {
+				if _, _, split := splitEntries(k, "status", "writer", mustMeta(live).GetManagedFields(), nil, changed, metadataChanged(live, next)); split {
+					splits++
+				}
+			}
+			full := mustMeta(fm.UpdateNoErrors(live, next.DeepCopyObject(), "writer")).GetManagedFields()
+			got := mustMeta(trackFull(fm, k, "status", live, next.DeepCopyObject(), "writer")).GetManagedFields()
+			t.Run(what, func(t *testing.T) { sameEntriesAs(t, mustMeta(live).GetManagedFields(), got, full) })
+		}
+	}
+	if splits < 10 {
+		t.Fatalf("only %d writes left an entry out", splits)
 	}
 }
 
@@ -138,7 +215,7 @@ func TestTrackFullKeepsWholeObjectsAcrossVersions(t *testing.T) {
 	mustMeta(live).SetManagedFields(fields)
 	next := live.DeepCopyObject().(*corev1.Pod)
 	next.Status.Phase = corev1.PodRunning
-	if _, _, ok := withoutUnchanged(k, live, next); ok {
+	if _, _, _, ok := withoutUnchanged(k, live, next); ok {
 		t.Fatal("objects with an entry of another version were narrowed")
 	}
 }
