@@ -306,6 +306,31 @@ func (c *Client) Create(ctx context.Context, obj runtime.Object) (runtime.Object
 	return c.write(ctx, http.MethodPost, obj, false, "")
 }
 
+// CreateMeta creates obj and decodes only the metadata of the answer, for a caller that
+// needs the name given and learns the rest from a watch (a controller creating pods).
+func (c *Client) CreateMeta(ctx context.Context, obj runtime.Object) (*metav1.ObjectMeta, error) {
+	k, req, err := writeRequest(http.MethodPost, obj, false, "")
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.Do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var m metav1.PartialObjectMetadata
+	if schemas.IsProtobuf(out) {
+		// The object's metadata is field 1 of its message, as of PartialObjectMetadata's:
+		// the rest is skipped undecoded.
+		err = schemas.UnmarshalProtobuf(out, k.GVK, true, &m)
+	} else {
+		err = json.Unmarshal(out, &m)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s metadata: %w", k.GVK.Kind, err)
+	}
+	return &m.ObjectMeta, nil
+}
+
 // Update replaces an object; with its resourceVersion set, a stale write is a 409.
 func (c *Client) Update(ctx context.Context, obj runtime.Object) (runtime.Object, error) {
 	return c.write(ctx, http.MethodPut, obj, true, "")

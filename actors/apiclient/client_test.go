@@ -94,6 +94,16 @@ func TestClientSpeaksProtobufForBuiltInKinds(t *testing.T) {
 			if _, err := c.Patch(ctx, pods, "default", "pb-"+name, "", "application/merge-patch+json", []byte(`{"metadata":{"labels":{"tier":"db"}}}`)); err != nil {
 				t.Fatal(err)
 			}
+			// A create answered by its metadata alone: the name given, as stored.
+			meta, err := c.CreateMeta(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "gen-", Namespace: "default", Labels: map[string]string{"a": "b"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if obj, err = c.Get(ctx, pods, "default", meta.Name); err != nil || obj.(*corev1.Pod).UID != meta.UID || meta.UID == "" ||
+				meta.ResourceVersion != obj.(*corev1.Pod).ResourceVersion || meta.Labels["a"] != "b" {
+				t.Fatalf("created %+v; get: %v %v", meta, obj, err)
+			}
 			want := []string{
 				"POST application/vnd.kubernetes.protobuf -> 201 protobuf",
 				"PUT application/vnd.kubernetes.protobuf -> 200 protobuf",
@@ -101,6 +111,8 @@ func TestClientSpeaksProtobufForBuiltInKinds(t *testing.T) {
 				"PUT application/vnd.kubernetes.protobuf -> 200 protobuf",
 				"GET  -> 200 protobuf",
 				"PATCH application/merge-patch+json -> 200 protobuf",
+				"POST application/vnd.kubernetes.protobuf -> 201 protobuf",
+				"GET  -> 200 protobuf",
 			}
 			if got := rec.take(); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("requests:\n%q\nwant\n%q", got, want)

@@ -44,18 +44,18 @@ func PodFromTemplate(owner metav1.Object, gvk schema.GroupVersionKind, t *corev1
 	return p
 }
 
-// Create writes pod and records the outcome on owner.
-func (pc PodControl) Create(ctx context.Context, owner runtime.Object, pod *corev1.Pod) (*corev1.Pod, error) {
-	out, err := pc.Client.Create(ctx, pod)
+// Create writes pod and records the outcome on owner. The controllers learn the pod from
+// their informers, so only the answer's metadata (the name given) is decoded.
+func (pc PodControl) Create(ctx context.Context, owner runtime.Object, pod *corev1.Pod) error {
+	created, err := pc.Client.CreateMeta(ctx, pod)
 	if err != nil {
 		if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			pc.Recorder.Eventf(ctx, owner, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 		}
-		return nil, err
+		return err
 	}
-	created := out.(*corev1.Pod)
 	pc.Recorder.Eventf(ctx, owner, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", created.Name)
-	return created, nil
+	return nil
 }
 
 // Delete deletes pod (only that incarnation of it: UID precondition); NotFound is success.

@@ -188,7 +188,7 @@ func (c *controller) apply(ctx context.Context, ds *appsv1.DaemonSet, key, hash 
 			node := p.create[next]
 			next++
 			mu.Unlock()
-			_, err := c.podCtl.Create(ctx, ds, c.newPod(ds, hash, node))
+			err := c.podCtl.Create(ctx, ds, c.newPod(ds, hash, node))
 			if err != nil {
 				c.exp.CreationObserved(key)
 			}

@@ -122,7 +122,7 @@ func (c *controller) createPods(ctx context.Context, jc *jobCtx, n int, indexes 
 			ix, next = indexes[next], next+1
 		}
 		mu.Unlock()
-		_, err := c.podCtl.Create(ctx, jc.job, newPod(jc.job, ix))
+		err := c.podCtl.Create(ctx, jc.job, newPod(jc.job, ix))
 		if err != nil {
 			c.exp.CreationObserved(jc.key) // a failed create will never be seen
 		}

@@ -49,7 +49,7 @@ func (c *controller) manage(ctx context.Context, rs *appsv1.ReplicaSet, key stri
 		n := min(-diff, BurstReplicas)
 		c.exp.ExpectCreations(key, n)
 		_, attempted, err := controllerkit.SlowStartBatch(n, 1, func() error {
-			_, err := c.podCtl.Create(ctx, rs, controllerkit.PodFromTemplate(rs, gvk, &rs.Spec.Template))
+			err := c.podCtl.Create(ctx, rs, controllerkit.PodFromTemplate(rs, gvk, &rs.Spec.Template))
 			if err != nil {
 				c.exp.CreationObserved(key) // a failed create will never be seen
 			}

@@ -214,7 +214,7 @@ func (c *controller) createPod(ctx context.Context, v *view, ordinal int) error 
 		return err
 	}
 	c.exp.ExpectCreations(v.key, 1)
-	if _, err := c.podCtl.Create(ctx, s, newPod(s, tmpl, rev, ordinal)); err != nil {
+	if err := c.podCtl.Create(ctx, s, newPod(s, tmpl, rev, ordinal)); err != nil {
 		c.exp.CreationObserved(v.key) // a failed create will never be seen
 		return err
 	}
