@@ -162,9 +162,17 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// killShims kills the runc shims serving the containerd at socket (named in their command
-// line); what they ran was killed through its cgroups before.
+// killShims kills the runc shims serving the containerd at socket; what they ran was killed
+// through its cgroups before.
 func killShims(socket string) {
+	for _, pid := range shimPIDs(socket) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// shimPIDs are the runc shims serving the containerd at socket (named in their command line).
+func shimPIDs(socket string) []int {
+	var out []int
 	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, f := range cmdlines {
 		raw, err := os.ReadFile(f)
@@ -176,9 +184,10 @@ func killShims(socket string) {
 			continue
 		}
 		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			out = append(out, pid)
 		}
 	}
+	return out
 }
 
 // removeCgroups kills what is left in the namespace's cgroups and drops their directories,
