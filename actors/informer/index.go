@@ -43,41 +43,40 @@ func ControllerUIDIndex(obj runtime.Object) []string {
 	return []string{string(ref.UID)}
 }
 
-// indexes maps index name -> value -> set of storage keys; an update refiles a key from its
-// old object's values to its new one's.
+// indexes maps index name -> value -> the objects filed under it by storage key; an update
+// refiles a key from its old object's values to its new one's. The sets hold the objects
+// themselves, so a read costs what it returns, without a second lookup of each key.
 type indexes struct {
 	funcs  map[string]IndexFunc
-	values map[string]map[string]keySet
+	values map[string]map[string]objectSet
 }
 
 func (x *indexes) init() {
 	x.funcs = map[string]IndexFunc{}
-	x.values = map[string]map[string]keySet{}
+	x.values = map[string]map[string]objectSet{}
 }
 
 func (x *indexes) add(name string, f IndexFunc, objects map[string]runtime.Object) {
 	x.funcs[name] = f
-	x.values[name] = map[string]keySet{}
+	x.values[name] = map[string]objectSet{}
 	for key, o := range objects {
-		x.file(name, key, o)
+		x.fileUnder(name, key, o, f(o))
 	}
 }
 
-func (x *indexes) file(name, key string, obj runtime.Object) {
-	x.fileUnder(name, key, x.funcs[name](obj))
-}
-
-func (x *indexes) fileUnder(name, key string, values []string) {
+// fileUnder puts key's object in the sets of values (replacing the one it held).
+func (x *indexes) fileUnder(name, key string, obj runtime.Object, values []string) {
 	vals := x.values[name]
 	for _, v := range values {
 		set := vals[v]
-		set.add(key)
+		set.put(key, obj)
 		vals[v] = set
 	}
 }
 
 // update refiles key from old (nil: new key) to obj (nil: deleted). An index whose values
-// for the key did not change (a pod's status write, for most) is left as it is.
+// for the key did not change (a pod's status write, for most) keeps the key where it is,
+// with the new object.
 func (x *indexes) update(key string, old, obj runtime.Object) {
 	for name, f := range x.funcs {
 		var was, now []string
@@ -87,20 +86,19 @@ func (x *indexes) update(key string, old, obj runtime.Object) {
 		if obj != nil {
 			now = f(obj)
 		}
-		if old != nil && obj != nil && slices.Equal(was, now) {
-			continue
-		}
-		vals := x.values[name]
-		for _, v := range was {
-			if set, ok := vals[v]; ok {
-				if set.remove(key); set.len() == 0 {
-					delete(vals, v)
-				} else {
-					vals[v] = set
+		if old == nil || obj == nil || !slices.Equal(was, now) {
+			vals := x.values[name]
+			for _, v := range was {
+				if set, ok := vals[v]; ok {
+					if set.remove(key); set.len() == 0 {
+						delete(vals, v)
+					} else {
+						vals[v] = set
+					}
 				}
 			}
 		}
-		x.fileUnder(name, key, now)
+		x.fileUnder(name, key, obj, now)
 	}
 }
 
@@ -127,7 +125,7 @@ func (i *Informer) ByIndex(name, value string) []runtime.Object {
 	}
 	set := vals[value]
 	out := make([]runtime.Object, 0, set.len())
-	set.each(func(key string) { out = append(out, i.objects[key]) })
+	set.each(func(_ string, obj runtime.Object) { out = append(out, obj) })
 	return out
 }
 
@@ -147,44 +145,54 @@ func PodNodeName(obj runtime.Object) []string {
 	return nil
 }
 
-// keySet is the storage keys filed under one index value. Most values name one key or a few
-// (a Service's slices, an owner's children, a node's pods on a small node): a short slice
-// holds them in a fraction of a map's bytes (a one-key map is about 200), and past smallSet
-// keys the set becomes a map (and stays one).
-type keySet struct {
-	few  []string
-	many map[string]struct{}
+// objectSet is the objects filed under one index value, by storage key. Most values name
+// one object or a few (a Service's slices, an owner's children, a node's pods on a small
+// node): a short slice holds them in a fraction of a map's bytes (a one-key map is about 200),
+// and past smallSet keys the set becomes a map (and stays one).
+type objectSet struct {
+	few  []filed
+	many map[string]runtime.Object
+}
+
+type filed struct {
+	key string
+	obj runtime.Object
 }
 
 const smallSet = 8
 
-func (s *keySet) add(key string) {
-	switch {
-	case s.many != nil:
-		s.many[key] = struct{}{}
-	case slices.Contains(s.few, key):
-	case len(s.few) < smallSet:
-		s.few = append(s.few, key)
-	default:
-		s.many = make(map[string]struct{}, len(s.few)+1)
-		for _, k := range s.few {
-			s.many[k] = struct{}{}
-		}
-		s.many[key] = struct{}{}
-		s.few = nil
+// put files obj under key, replacing what key held.
+func (s *objectSet) put(key string, obj runtime.Object) {
+	if s.many != nil {
+		s.many[key] = obj
+		return
 	}
+	if i := slices.IndexFunc(s.few, func(f filed) bool { return f.key == key }); i >= 0 {
+		s.few[i].obj = obj
+		return
+	}
+	if len(s.few) < smallSet {
+		s.few = append(s.few, filed{key, obj})
+		return
+	}
+	s.many = make(map[string]runtime.Object, len(s.few)+1)
+	for _, f := range s.few {
+		s.many[f.key] = f.obj
+	}
+	s.many[key] = obj
+	s.few = nil
 }
 
-func (s *keySet) remove(key string) {
+func (s *objectSet) remove(key string) {
 	if s.many != nil {
 		delete(s.many, key)
 		return
 	}
-	if i := slices.Index(s.few, key); i >= 0 {
-		// Order is free: the last key takes the removed one's place.
+	if i := slices.IndexFunc(s.few, func(f filed) bool { return f.key == key }); i >= 0 {
+		// Order is free: the last one takes the removed one's place.
 		last := len(s.few) - 1
 		s.few[i] = s.few[last]
-		s.few[last] = ""
+		s.few[last] = filed{}
 		s.few = s.few[:last]
 		if last == 0 {
 			s.few = nil
@@ -192,13 +200,13 @@ func (s *keySet) remove(key string) {
 	}
 }
 
-func (s *keySet) len() int { return len(s.few) + len(s.many) }
+func (s *objectSet) len() int { return len(s.few) + len(s.many) }
 
-func (s *keySet) each(f func(key string)) {
-	for _, k := range s.few {
-		f(k)
+func (s *objectSet) each(f func(key string, obj runtime.Object)) {
+	for _, e := range s.few {
+		f(e.key, e.obj)
 	}
-	for k := range s.many {
-		f(k)
+	for k, o := range s.many {
+		f(k, o)
 	}
 }

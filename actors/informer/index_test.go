@@ -80,6 +80,16 @@ func TestSharedIndexedInformer(t *testing.T) {
 			t.Errorf("ByIndex(%s, %s) = %s, want %s", tc.index, tc.value, got, tc.want)
 		}
 	}
+	// An index read gives the cached objects themselves, updated ones too.
+	for _, index := range []string{informer.IndexNamespace, informer.IndexNodeName, informer.IndexControllerUID} {
+		for _, value := range []string{"default", "n1", "n2", "rs1", "rs2"} {
+			for _, p := range pods.ByIndex(index, value) {
+				if cached, _ := pods.Get(p.Namespace, p.Name); cached != p {
+					t.Errorf("ByIndex(%s, %s) gave %s at %s, the cache holds it at %s", index, value, p.Name, p.ResourceVersion, cached.ResourceVersion)
+				}
+			}
+		}
+	}
 	if n := adds.Load(); n != 3 {
 		t.Errorf("handler saw %d adds, want 3 (no doubled events)", n)
 	}
