@@ -88,8 +88,7 @@ func splitEntries(k *schemas.Kind, sub, manager string, live, sent []metav1.Mana
 	}
 	gv := k.GVK.GroupVersion().String()
 	for _, e := range live {
-		self := e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationUpdate && e.APIVersion == gv && e.Subresource == sub
-		if self {
+		if writersEntry(e, manager, gv, sub) {
 			given = append(given, e)
 			continue
 		}

@@ -124,11 +124,7 @@ func createKeyBy(buf []byte, k *schemas.Kind, sub, manager string, obj runtime.O
 		return buf, false
 	}
 	enc, isProto := obj.(runtime.ProtobufReverseMarshaller) // gogo's, as every k8s.io/api type has
-	oma, isMeta := obj.(metav1.ObjectMetaAccessor)
-	var om *metav1.ObjectMeta
-	if isMeta {
-		om, isMeta = oma.GetObjectMeta().(*metav1.ObjectMeta)
-	}
+	om, isMeta := objectMeta(obj)
 	v := reflect.ValueOf(obj)
 	if !isProto || !isMeta || v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return buf, false
@@ -152,8 +148,7 @@ func createKeyBy(buf []byte, k *schemas.Kind, sub, manager string, obj runtime.O
 	}
 	saved := *om
 	defer func() { *om = saved }()
-	om.Name, om.Namespace, om.UID, om.SelfLink, om.ResourceVersion = "", "", "", "", ""
-	om.CreationTimestamp, om.Generation, om.ManagedFields = metav1.Time{}, 0, nil
+	*om = tracked(saved)
 	if byShape {
 		buf = append(buf, 's')
 		if buf, ok = appendShape(buf, v.Elem()); !ok || len(buf) > maxCreateKey {

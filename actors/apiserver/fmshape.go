@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
@@ -32,14 +33,20 @@ var (
 // shapeKeyed: kinds whose creates are keyed by shape rather than content.
 func shapeKeyed(kind string) bool { return kind == "Event" }
 
-// convertsItself: the field manager's conversion asks t itself (its JSON or unstructured form).
+var convertingTypes sync.Map // reflect.Type -> bool
+
+// convertsItself: the field manager's conversion asks t itself (its JSON or unstructured
+// form). Kept per type: a shape key asks it of every value it walks.
 func convertsItself(t reflect.Type) bool {
-	for _, it := range []reflect.Type{marshalerType, unstructuredConverterType, unstructuredConverterWithErrorType} {
-		if t.Implements(it) || reflect.PointerTo(t).Implements(it) {
-			return true
-		}
+	if is, ok := convertingTypes.Load(t); ok {
+		return is.(bool)
 	}
-	return false
+	is := false
+	for _, it := range []reflect.Type{marshalerType, unstructuredConverterType, unstructuredConverterWithErrorType} {
+		is = is || t.Implements(it) || reflect.PointerTo(t).Implements(it)
+	}
+	convertingTypes.Store(t, is)
+	return is
 }
 
 // appendShape appends v's shape (see above), false for a value it cannot key (an interface,

@@ -46,7 +46,7 @@ func ownedUpdate(k *schemas.Kind, sub string, live, next runtime.Object, manager
 	gv := k.GVK.GroupVersion().String()
 	self := -1
 	for i, e := range liveFields {
-		if e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationUpdate && e.APIVersion == gv && e.Subresource == sub {
+		if writersEntry(e, manager, gv, sub) {
 			self = i
 		}
 	}
@@ -82,6 +82,12 @@ func ownedUpdate(k *schemas.Kind, sub string, live, next runtime.Object, manager
 	out[self].Time = &metav1.Time{Time: time.Now().UTC()}
 	sortManagedFields(out)
 	return out, true
+}
+
+// writersEntry: e is manager's own Update entry through endpoint sub at version gv, the one
+// the field manager adds the write's fields to.
+func writersEntry(e metav1.ManagedFieldsEntry, manager, gv, sub string) bool {
+	return e.Manager == manager && e.Operation == metav1.ManagedFieldsOperationUpdate && e.APIVersion == gv && e.Subresource == sub
 }
 
 // sortManagedFields orders entries as the field manager stores them: by operation, then by
