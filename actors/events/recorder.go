@@ -1,6 +1,6 @@
-// Package events records Kubernetes-style v1 Events through the apiserver, through client-go's
-// event correlator as Kubernetes components do: repeats of one event become one object with a
-// count, more than 10 similar events about one object in 10 minutes are combined into one, and
+// Package events records Kubernetes-style v1 Events through the apiserver, correlated as
+// client-go's event correlator does for Kubernetes components: repeats of one event become one
+// object with a count, more than 10 similar events about one object in 10 minutes are combined into one, and
 // an object's events beyond a burst of 25 (refilled one per 5 minutes) are dropped, so a
 // ReplicaSet creating 10,000 pods writes a few dozen Events, not 10,000.
 package events
@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
 	"github.com/skiff-sh/skiff/actors/apiclient"
@@ -29,12 +28,12 @@ type Recorder struct {
 	host      string
 
 	mu         sync.Mutex // the correlator is not safe for concurrent use
-	correlator *record.EventCorrelator
+	correlator *correlator
 }
 
 // New returns a Recorder for component (e.g. "default-scheduler") on host ("" for the control plane).
 func New(c *apiclient.Client, component, host string) *Recorder {
-	return &Recorder{client: c, component: component, host: host, correlator: record.NewEventCorrelator(clock.RealClock{})}
+	return &Recorder{client: c, component: component, host: host, correlator: newCorrelator(clock.RealClock{})}
 }
 
 // Eventf records an event about obj. Failures are dropped: events are best-effort, as in
@@ -63,13 +62,13 @@ func (r *Recorder) Eventf(ctx context.Context, obj runtime.Object, eventType, re
 		ReportingInstance:   r.host,
 	}
 	r.mu.Lock()
-	res, err := r.correlator.EventCorrelate(ev)
+	ev = r.correlator.correlate(ev)
 	r.mu.Unlock()
-	if err != nil || res.Skip {
+	if ev == nil {
 		return
 	}
-	ev = res.Event
 	var out runtime.Object
+	var err error
 	// A repeat names the object remembered for it, its count and last time moved on; one whose
 	// first write is still under way (no name yet), gone or changed meanwhile starts afresh.
 	if ev.Count > 1 && ev.Name != "" {
@@ -85,7 +84,7 @@ func (r *Recorder) Eventf(ctx context.Context, obj runtime.Object, eventType, re
 	}
 	if err == nil {
 		r.mu.Lock()
-		r.correlator.UpdateState(out.(*corev1.Event))
+		r.correlator.written(out.(*corev1.Event))
 		r.mu.Unlock()
 	}
 }
