@@ -107,16 +107,16 @@ type run struct {
 
 // phase is what one measured window saw.
 type phase struct {
-	pods                   int
-	took                   time.Duration
-	fromCreated, fromAdded []time.Duration
-	missing                int
-	up, sim                memory
-	upGrowth               int64            // VmRSS at the end minus at the start
-	cpu                    [3]time.Duration // used in the window by skiff up, the sim, the bench
-	writes                 uint64           // state-log revisions written in the window, every kind
-	notReady               int
-	heap                   heapStats // skiff up's after a forced GC at the end
+	pods        int
+	took        time.Duration
+	fromCreated []time.Duration
+	stopped     int // went Running in the window, then stopped
+	up, sim     memory
+	upGrowth    int64            // VmRSS at the end minus at the start
+	cpu         [3]time.Duration // used in the window by skiff up, the sim, the bench
+	writes      uint64           // state-log revisions written in the window, every kind
+	notReady    int
+	heap        heapStats // skiff up's after a forced GC at the end
 }
 
 // Run prints the system table, then the CPU profile's top functions. Every process it starts
@@ -323,7 +323,7 @@ func (r *run) measure(ctx context.Context, n, target int, tag string, kubectl ..
 		return nil, err
 	}
 	_, p.notReady = r.w.nodes.counts()
-	p.fromCreated, p.fromAdded, p.missing = r.w.pods.latencies(n)
+	p.fromCreated, p.stopped = r.w.pods.latencies(n)
 	r.logf("%d pods Running in %v", p.pods, p.took.Round(time.Millisecond))
 	return p, nil
 }

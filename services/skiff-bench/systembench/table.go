@@ -37,12 +37,7 @@ func (r *run) writeTable(w io.Writer, phases []*phase) error {
 			return percentile(p.fromCreated, pct)
 		})
 	}
-	for _, pct := range []string{"p50", "p99"} {
-		row("seen->Running "+pct+" (bench watch: first seen -> Running)", func(p *phase) any {
-			return percentile(p.fromAdded, pct)
-		})
-	}
-	row("pods never seen Running", func(p *phase) any { return p.missing })
+	row("pods that stopped Running after they ran", func(p *phase) any { return p.stopped })
 	row("server RSS peak (VmHWM), MiB", func(p *phase) any { return float64(p.up.peak) / mib })
 	row("server RSS now (VmRSS), MiB", func(p *phase) any { return float64(p.up.now) / mib })
 	row("server live heap after a forced GC, MiB", func(p *phase) any { return float64(p.heap.live) / mib })
