@@ -48,7 +48,7 @@ func writeEncoded(w http.ResponseWriter, protobuf bool, code int, obj runtime.Ob
 		if ok {
 			w.Header().Set("Content-Type", schemas.ContentTypeProtobuf)
 			w.WriteHeader(code)
-			_, _ = w.Write(data)
+			writeOwned(w, data) // encoded for this answer alone
 			return
 		}
 	}

@@ -82,6 +82,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 		return nil, nil
 	}
 	limit := s.opts.MaxBodyBytes
+	if b, ok := r.Body.(wireBody); ok && b.Len() == len(b.data) {
+		if int64(len(b.data)) > limit {
+			return nil, tooLarge(limit)
+		}
+		return b.data, nil
+	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil, s.bodyTimedOut(w)
@@ -91,7 +97,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if int64(len(data)) > limit {
-		return nil, apierrors.NewRequestEntityTooLargeError("limit is " + formatRev(uint64(limit)) + " bytes")
+		return nil, tooLarge(limit)
 	}
 	return data, nil
+}
+
+func tooLarge(limit int64) error {
+	return apierrors.NewRequestEntityTooLargeError("limit is " + formatRev(uint64(limit)) + " bytes")
 }

@@ -3,11 +3,14 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/skiff-sh/skiff/actors/apiwire"
 )
@@ -61,5 +64,69 @@ func TestWireRequestMatchesHTTPTest(t *testing.T) {
 	}
 	if _, err := wireHTTPRequest(ctx, apiwire.Request{Method: "GET", Path: "api/v1/pods"}); err == nil {
 		t.Error("a relative path was accepted")
+	}
+}
+
+// TestWireResponseRecordsAsHTTPTest: the wire answer holds what httptest's recorder would
+// (code and body) whether the handler writes, hands its encoding over through wrappers, or
+// both; a handed-over encoding is kept, not copied.
+func TestWireResponseRecordsAsHTTPTest(t *testing.T) {
+	type step func(w http.ResponseWriter)
+	header := func(code int) step { return func(w http.ResponseWriter) { w.WriteHeader(code) } }
+	write := func(s string) step { return func(w http.ResponseWriter) { _, _ = w.Write([]byte(s)) } }
+	owned := func(s string) step { return func(w http.ResponseWriter) { writeOwned(w, []byte(s)) } }
+	for name, steps := range map[string][]step{
+		"nothing":                 nil,
+		"a write":                 {write("a")},
+		"a code then an encoding": {header(201), owned("enc")},
+		"an encoding then writes": {owned("enc"), write("-1"), write("-2")},
+		"writes then an encoding": {write("w"), owned("enc")},
+		"a late code is ignored":  {owned("enc"), header(500)},
+	} {
+		want := httptest.NewRecorder()
+		got := &wireResponse{header: http.Header{}}
+		for _, st := range steps {
+			st(want)
+			st(&statusRecorder{ResponseWriter: got})
+		}
+		code := got.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		if code != want.Code || !bytes.Equal(got.body, want.Body.Bytes()) {
+			t.Errorf("%s: got %d %q, want %d %q", name, code, got.body, want.Code, want.Body.Bytes())
+		}
+	}
+	enc := []byte("encoded once")
+	w := &wireResponse{header: http.Header{}}
+	writeOwned(&statusRecorder{ResponseWriter: w}, enc)
+	if &w.body[0] != &enc[0] {
+		t.Error("the handed-over encoding was copied")
+	}
+}
+
+// TestWireBodyReadWithoutCopy: a wire request's body is read as it is, and one over the
+// limit is refused with 413 as an HTTP body is.
+func TestWireBodyReadWithoutCopy(t *testing.T) {
+	s := &Server{opts: Options{MaxBodyBytes: 8}}
+	for _, body := range []string{"12345678", "123456789"} {
+		r, err := wireHTTPRequest(context.Background(), apiwire.Request{Method: "POST", Path: "/api/v1/pods", Body: []byte(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.readBody(httptest.NewRecorder(), r)
+		if len(body) > 8 {
+			var se apierrors.APIStatus
+			if !errors.As(err, &se) || se.Status().Code != http.StatusRequestEntityTooLarge {
+				t.Errorf("a body of %d bytes over a limit of 8: %v, want 413", len(body), err)
+			}
+			continue
+		}
+		if err != nil || string(got) != body {
+			t.Fatalf("body %q: got %q, %v", body, got, err)
+		}
+		if wb := r.Body.(wireBody); &got[0] != &wb.data[0] {
+			t.Error("the wire body was copied")
+		}
 	}
 }
