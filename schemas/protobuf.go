@@ -107,6 +107,12 @@ func UnmarshalProtobuf(data []byte, want schema.GroupVersionKind, unnamedIsWant 
 // envelope (from the scheme when obj lacks them; obj itself is not modified). ok is false for
 // an object without a protobuf form (custom resources, tables), which is then not encoded.
 func EncodeProtobuf(obj runtime.Object) (data []byte, ok bool, err error) {
+	return EncodeProtobufWith(obj, &runtime.SimpleAllocator{})
+}
+
+// EncodeProtobufWith is EncodeProtobuf into memory from alloc: a pooled runtime.Allocator
+// makes data its buffer, which the next encoding with it overwrites.
+func EncodeProtobufWith(obj runtime.Object, alloc runtime.MemoryAllocator) (data []byte, ok bool, err error) {
 	if _, pb := obj.(protobufMessage); !pb {
 		return nil, false, nil
 	}
@@ -125,12 +131,12 @@ func EncodeProtobuf(obj runtime.Object) (data []byte, ok bool, err error) {
 	// The serializer sizes the envelope, allocates it once and writes it whole: kept as written,
 	// not copied into a growing buffer as runtime.Encode would.
 	var out written
-	err = protobufSerializer.EncodeWithAllocator(obj, &out, &runtime.SimpleAllocator{})
+	err = protobufSerializer.EncodeWithAllocator(obj, &out, alloc)
 	return out.data, true, err
 }
 
 // written keeps what is written to it; the first write's slice is kept as it is (the
-// serializer allocated it for this one encoding).
+// serializer took it from the allocator for this one encoding).
 type written struct{ data []byte }
 
 func (w *written) Write(p []byte) (int, error) {

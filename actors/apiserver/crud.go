@@ -192,7 +192,9 @@ func (s *Server) finishCreate(ctx context.Context, k *schemas.Kind, obj runtime.
 	if wo.dryRun {
 		return obj, nil
 	}
-	data, err := encodeForStorage(obj)
+	buf := borrowStorageBuffer()
+	defer buf.release()
+	data, err := buf.encode(obj)
 	if err != nil {
 		release()
 		return nil, apierrors.NewInternalError(err)
@@ -375,7 +377,9 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 			}
 			return obj, casWritten, nil
 		}
-		data, err := encodeForStorage(next)
+		buf := borrowStorageBuffer()
+		defer buf.release()
+		data, err := buf.encode(next)
 		if err != nil {
 			return nil, casDecided, apierrors.NewInternalError(err)
 		}
@@ -393,7 +397,7 @@ func (s *Server) guaranteedUpdate(ctx context.Context, k *schemas.Kind, ns, name
 		}
 		if _, isService := next.(*corev1.Service); isService {
 			// reallocateFor fills in the node ports it allocated: what is written must carry them.
-			if data, err = encodeForStorage(next); err != nil {
+			if data, err = buf.encode(next); err != nil {
 				undo()
 				return nil, casDecided, apierrors.NewInternalError(err)
 			}
@@ -456,11 +460,14 @@ func conflict(k *schemas.Kind, name string) error {
 
 // changed compares the stored forms (revision excluded), so a no-op write writes nothing.
 func changed(cur, next runtime.Object) bool {
-	a, err := encodeForStorage(cur)
+	bufA, bufB := borrowStorageBuffer(), borrowStorageBuffer()
+	defer bufA.release()
+	defer bufB.release()
+	a, err := bufA.encode(cur)
 	if err != nil {
 		return true
 	}
-	b, err := encodeForStorage(next)
+	b, err := bufB.encode(next)
 	return err != nil || !bytes.Equal(a, b)
 }
 

@@ -58,7 +58,9 @@ func (s *Server) bind(ctx context.Context, k *schemas.Kind, ns, name string, bod
 		if wo.dryRun {
 			return bound, casDecided, nil
 		}
-		data, err := encodeForStorage(pod)
+		buf := borrowStorageBuffer()
+		defer buf.release()
+		data, err := buf.encode(pod)
 		if err != nil {
 			return nil, casDecided, apierrors.NewInternalError(err)
 		}

@@ -212,3 +212,34 @@ func TestCompactSeenByOtherLog(t *testing.T) {
 		t.Fatalf("lower compact: %v, mark %d", err, b.CompactedRev())
 	}
 }
+
+// TestWritesDoNotKeepValue: a written value's buffer is the caller's again once the write
+// returns (the apiserver encodes into pooled buffers): overwriting it changes nothing stored,
+// in this Log's view or another's.
+func TestWritesDoNotKeepValue(t *testing.T) {
+	e := newEnv(t)
+	l, other := e.open(Config{}), e.open(Config{})
+	c := ctx(t)
+	key := "core/configmaps/default/reused"
+	buf := []byte("first value")
+	r1, err := l.Create(c, key, buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "XXXXXXXXXXX")
+	buf = append(buf[:0], "second value"...)
+	r2, err := l.Update(c, key, buf, r1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "YYYYYYYYYYYY")
+	for _, log := range []*Log{l, other} {
+		if got := must[Entry](t)(log.Get(c, key, ReadOptions{MinRev: r2})); string(got.Value) != "second value" {
+			t.Fatalf("stored %q after the caller reused its buffer, want %q", got.Value, "second value")
+		}
+	}
+	first, err := l.ListAt(c, "core/configmaps/", r1)
+	if err != nil || len(first) != 1 || string(first[0].Value) != "first value" {
+		t.Fatalf("at %d: %+v %v, want %q", r1, first, err, "first value")
+	}
+}

@@ -83,7 +83,8 @@ func (l *Log) isTombstone(ctx context.Context, key, subj string, rev uint64) (bo
 	return m.Subject == subj && m.Header.Get(hdrOp) == opDelete, nil
 }
 
-// Create writes key if it is not live; ErrExists otherwise.
+// Create writes key if it is not live; ErrExists otherwise. Neither Create nor Update keeps
+// value once it returns (the NATS client copies what it publishes): the caller may reuse it.
 func (l *Log) Create(ctx context.Context, key string, value []byte, h Header) (uint64, error) {
 	if l.cfg.ReadOnly {
 		return 0, ErrReadOnly

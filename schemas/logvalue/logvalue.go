@@ -22,7 +22,11 @@ import (
 
 // Encode is the log value of obj, converted first to the version its kind is stored as
 // (schemas.Kind.StoredAs). The resourceVersion is never stored: the log's revision is it.
-func Encode(obj runtime.Object) ([]byte, error) {
+func Encode(obj runtime.Object) ([]byte, error) { return EncodeWith(obj, &runtime.SimpleAllocator{}) }
+
+// EncodeWith is Encode into memory from alloc where the value is protobuf (see
+// schemas.EncodeProtobufWith); a JSON value is a new slice.
+func EncodeWith(obj runtime.Object, alloc runtime.MemoryAllocator) ([]byte, error) {
 	if k, ok := schemas.ByGVK(obj.GetObjectKind().GroupVersionKind()); ok && k.StoredAs != nil {
 		stored, err := k.StoredAs.ToStored(obj)
 		if err != nil {
@@ -38,7 +42,7 @@ func Encode(obj runtime.Object) ([]byte, error) {
 	m.SetResourceVersion("")
 	defer m.SetResourceVersion(rv)
 	if storedAsProtobuf(obj) {
-		if data, ok, err := schemas.EncodeProtobuf(obj); ok {
+		if data, ok, err := schemas.EncodeProtobufWith(obj, alloc); ok {
 			return data, err
 		}
 	}
