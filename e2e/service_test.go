@@ -20,6 +20,7 @@ import (
 	"github.com/skiff-sh/skiff/deploy/images/examples"
 	"github.com/skiff-sh/skiff/schemas"
 	"github.com/skiff-sh/skiff/testkit/echoapp"
+	"github.com/skiff-sh/skiff/testkit/shimreap"
 	"github.com/skiff-sh/skiff/testkit/testutil"
 )
 
@@ -77,6 +78,11 @@ func startNodeWith(t *testing.T, more []func(dir string) (string, error), cpConf
 	t.Cleanup(func() {
 		// Pods outlive an agent by design (the next one adopts them); a test removes its own.
 		a.Teardown(context.Background())
+		// A pod started while the teardown listed them keeps its shim, which outlives the
+		// agent's containerd: one was seen still running after its test's directory was gone.
+		if cfg.ContainerdSocket == "" {
+			shimreap.KillUnder(dir)
+		}
 		// The node bridge outlives pods by design; a test's own bridge goes with the test.
 		_ = exec.Command("ip", "link", "delete", "skiffe2e0").Run()
 	})

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 	"github.com/skiff-sh/skiff/internal/ocibuild"
+	"github.com/skiff-sh/skiff/testkit/shimreap"
 )
 
 // Image is the name the httpecho image is imported under.
@@ -110,7 +110,7 @@ func (n *Node) Close() {
 		_ = n.Daemon.Stop()
 		// A pod a test's kubelet was still starting as the sweep above listed them keeps its
 		// shim, which outlives containerd: the node must not outlive the test binary.
-		killShims(n.Daemon.Socket)
+		shimreap.Kill(n.Daemon.Socket)
 	}
 	if n.Root != "" {
 		_ = os.RemoveAll(n.Root)
@@ -160,34 +160,6 @@ func killAll(dir string) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// killShims kills the runc shims serving the containerd at socket; what they ran was killed
-// through its cgroups before.
-func killShims(socket string) {
-	for _, pid := range shimPIDs(socket) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-}
-
-// shimPIDs are the runc shims serving the containerd at socket (named in their command line).
-func shimPIDs(socket string) []int {
-	var out []int
-	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range cmdlines {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if !strings.HasPrefix(filepath.Base(args[0]), "containerd-shim") || !slices.Contains(args, socket) {
-			continue
-		}
-		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // removeCgroups kills what is left in the namespace's cgroups and drops their directories,

@@ -14,6 +14,7 @@ import (
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
 	"github.com/skiff-sh/skiff/testkit/needs"
+	"github.com/skiff-sh/skiff/testkit/shimreap"
 )
 
 // A pod the sweep of Close does not stop (a kubelet was still starting it) is killed anyway:
@@ -37,7 +38,7 @@ func TestCloseKillsWhatTheSweepMissed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shims := shimPIDs(n.Daemon.Socket)
+	shims := shimreap.PIDs(n.Daemon.Socket)
 	if len(shims) == 0 || !alive(int(ctr.Pid)) {
 		t.Fatalf("before: shims %v, container %d alive %v", shims, ctr.Pid, alive(int(ctr.Pid)))
 	}
@@ -46,7 +47,7 @@ func TestCloseKillsWhatTheSweepMissed(t *testing.T) {
 	if err := n.Daemon.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	killShims(n.Daemon.Socket)
+	shimreap.Kill(n.Daemon.Socket)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && (alive(int(ctr.Pid)) || slices.ContainsFunc(shims, alive)) {
 		time.Sleep(50 * time.Millisecond)
