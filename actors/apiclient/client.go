@@ -309,11 +309,7 @@ func (c *Client) Create(ctx context.Context, obj runtime.Object) (runtime.Object
 // CreateMeta creates obj and decodes only the metadata of the answer, for a caller that
 // needs the name given and learns the rest from a watch (a controller creating pods).
 func (c *Client) CreateMeta(ctx context.Context, obj runtime.Object) (*metav1.ObjectMeta, error) {
-	k, req, err := writeRequest(http.MethodPost, obj, false, "")
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.Do(ctx, req)
+	k, out, err := c.send(ctx, http.MethodPost, obj, false, "")
 	if err != nil {
 		return nil, err
 	}
@@ -344,23 +340,26 @@ func (c *Client) UpdateStatus(ctx context.Context, obj runtime.Object) (runtime.
 // PutStatus replaces an object's status as UpdateStatus does, and leaves the answer undecoded
 // (for a caller that learns the written object from a watch anyway).
 func (c *Client) PutStatus(ctx context.Context, obj runtime.Object) error {
-	_, req, err := writeRequest(http.MethodPut, obj, true, "status")
-	if err == nil {
-		_, err = c.Do(ctx, req)
-	}
+	_, _, err := c.send(ctx, http.MethodPut, obj, true, "status")
 	return err
 }
 
 func (c *Client) write(ctx context.Context, method string, obj runtime.Object, named bool, sub string) (runtime.Object, error) {
-	k, req, err := writeRequest(method, obj, named, sub)
-	if err != nil {
-		return nil, err
-	}
-	out, err := c.Do(ctx, req)
+	k, out, err := c.send(ctx, method, obj, named, sub)
 	if err != nil {
 		return nil, err
 	}
 	return decodeObject(k, out)
+}
+
+// send writes obj (writeRequest) and returns its kind and the answer's body.
+func (c *Client) send(ctx context.Context, method string, obj runtime.Object, named bool, sub string) (*schemas.Kind, []byte, error) {
+	k, req, err := writeRequest(method, obj, named, sub)
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := c.Do(ctx, req)
+	return k, out, err
 }
 
 // writeRequest is the request writing obj: its body in protobuf for a kind that has it (as

@@ -104,16 +104,23 @@ func (n *Node) Close() {
 		}
 		_ = n.Runtime.Close()
 		_ = exec.Command("ip", "link", "del", n.Options.Bridge).Run()
+	}
+	n.reap()
+	if n.Root != "" {
+		_ = os.RemoveAll(n.Root)
+	}
+}
+
+// reap kills what the sweep of Close missed (a pod a test's kubelet was still starting as it
+// listed them): its containers through the namespace's cgroups, and, once containerd is
+// stopped, its shim, which outlives containerd: the node must not outlive the test binary.
+func (n *Node) reap() {
+	if n.Runtime != nil {
 		removeCgroups(n.Options.Namespace)
 	}
 	if n.Daemon != nil {
 		_ = n.Daemon.Stop()
-		// A pod a test's kubelet was still starting as the sweep above listed them keeps its
-		// shim, which outlives containerd: the node must not outlive the test binary.
 		shimreap.Kill(n.Daemon.Socket)
-	}
-	if n.Root != "" {
-		_ = os.RemoveAll(n.Root)
 	}
 }
 

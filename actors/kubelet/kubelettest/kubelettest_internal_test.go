@@ -42,12 +42,7 @@ func TestCloseKillsWhatTheSweepMissed(t *testing.T) {
 	if len(shims) == 0 || !alive(int(ctr.Pid)) {
 		t.Fatalf("before: shims %v, container %d alive %v", shims, ctr.Pid, alive(int(ctr.Pid)))
 	}
-	// What Close does past its sweep.
-	removeCgroups(n.Options.Namespace)
-	if err := n.Daemon.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	shimreap.Kill(n.Daemon.Socket)
+	n.reap() // what Close does past its sweep
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && (alive(int(ctr.Pid)) || slices.ContainsFunc(shims, alive)) {
 		time.Sleep(50 * time.Millisecond)

@@ -20,7 +20,6 @@ type podRec struct {
 	created   time.Time // metadata.creationTimestamp (whole seconds)
 	running   time.Time // first seen Running
 	isRunning bool      // Running now (and not deleted)
-	stopped   bool      // left Running (or was deleted) after it was
 }
 
 // podTracker follows the bench's Running pods through a watch and notes when their count
@@ -76,7 +75,6 @@ func (t *podTracker) setRunning(r *podRec, run bool, now time.Time) {
 		return
 	}
 	r.isRunning = run
-	r.stopped = r.stopped || !run
 	if run {
 		t.running++
 	} else {
@@ -97,7 +95,7 @@ func (t *podTracker) latencies(n int) (fromCreated []time.Duration, stopped int)
 			continue
 		}
 		fromCreated = append(fromCreated, r.running.Sub(r.created))
-		if r.stopped {
+		if !r.isRunning {
 			stopped++
 		}
 	}
