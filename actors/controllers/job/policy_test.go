@@ -1,11 +1,14 @@
 package job_test
 
 import (
+	"sync/atomic"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	ct "github.com/skiff-sh/skiff/actors/controllers/controllertest"
@@ -13,6 +16,7 @@ import (
 	"github.com/skiff-sh/skiff/actors/controllers/job"
 	"github.com/skiff-sh/skiff/actors/controllers/ttlafterfinished"
 	"github.com/skiff-sh/skiff/actors/controlplane"
+	"github.com/skiff-sh/skiff/actors/informer"
 )
 
 func TestPodFailurePolicyIgnoreAndFailJob(t *testing.T) {
@@ -106,15 +110,22 @@ func TestActiveDeadlineAndTTLAfterFinished(t *testing.T) {
 	cp, ctx := setup(t)
 	ct.Spawn(t, cp, "ttl", ttlafterfinished.New(ttlafterfinished.Config{Informers: cp.Informers, Client: cp.Client}))
 	ct.Spawn(t, cp, "gc", garbagecollector.New(garbagecollector.Config{Informers: cp.Informers, Client: cp.Client}))
+	ran := ranPod(t, cp, "slow")
 	created, err := cp.Client.Create(ctx, newJob("slow", func(j *batchv1.Job) {
-		j.Spec.ActiveDeadlineSeconds = ptr.To(int64(1))
+		// Long enough for the pod to be bound and run on two busy cores first.
+		j.Spec.ActiveDeadlineSeconds = ptr.To(int64(3))
 		j.Spec.TTLSecondsAfterFinished = ptr.To(int32(0))
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := created.(*batchv1.Job)
-	waitRunning(t, cp, j, nil)
+	ct.Wait(t, func() error {
+		if !ran() {
+			return ct.Errorf("no pod of the job ran")
+		}
+		return nil
+	})
 	// The pod never ends by itself: the deadline fails the Job, and the TTL deletes it with
 	// its pods at once.
 	var failedReason string
@@ -142,6 +153,21 @@ func TestActiveDeadlineAndTTLAfterFinished(t *testing.T) {
 	})
 	// The Event is the lasting record of why it failed.
 	ct.WaitEvent(t, cp, "slow", batchv1.JobReasonDeadlineExceeded, job.Name)
+}
+
+// ranPod reports whether a pod of the Job named name was ever seen Running, from the pod
+// informer's events: a poll of the pods misses one that a short deadline ends between two
+// polls (a full test run on two busy cores once saw no running pod in 30 s).
+func ranPod(t *testing.T, cp ctPlane, name string) func() bool {
+	var ran atomic.Bool
+	note := func(o runtime.Object) {
+		p := o.(*corev1.Pod)
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "Job" && ref.Name == name && p.Status.Phase == corev1.PodRunning {
+			ran.Store(true)
+		}
+	}
+	t.Cleanup(cp.Informers.For("", "pods").AddHandler(informer.Funcs{Add: note, Update: func(_, o runtime.Object) { note(o) }}))
+	return ran.Load
 }
 
 type ctPlane = *controlplane.ControlPlane
