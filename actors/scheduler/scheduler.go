@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/skiff-sh/skiff/actors/actorkit"
 	"github.com/skiff-sh/skiff/actors/apiclient"
@@ -37,8 +38,13 @@ type Config struct {
 	Informers *informer.Factory // the process's shared informers (required); their actor runs them
 	Client    *apiclient.Client
 	Binders   int // concurrent binds (and status writes) in flight; default 256
-	Options   framework.Options
-	OnBind    func(pod, node string) // test hook, may be nil
+	// EventQPS and EventBurst bound the Events written per second, as kube-scheduler's event
+	// client is bound by its client connection's QPS and burst (defaults 50 and 100): beyond
+	// them Events wait in the backlog, and are dropped when it is full.
+	EventQPS   float32
+	EventBurst int
+	Options    framework.Options
+	OnBind     func(pod, node string) // test hook, may be nil
 }
 
 // state outlives actor restarts.
@@ -48,6 +54,8 @@ type state struct {
 	nodes    informer.Typed[*corev1.Node]
 	vols     *volumeState
 	recorder *events.Recorder
+	// eventLimit spans incarnations: a restart must not refill the bucket.
+	eventLimit flowcontrol.RateLimiter
 }
 
 // NewActor returns the producer of the scheduler actor.
@@ -58,10 +66,17 @@ func NewActor(cfg Config) func() actorkit.Actor {
 	if cfg.Binders == 0 {
 		cfg.Binders = 256
 	}
+	if cfg.EventQPS == 0 {
+		cfg.EventQPS = 50
+	}
+	if cfg.EventBurst == 0 {
+		cfg.EventBurst = 100
+	}
 	st := &state{cfg: cfg, recorder: events.New(cfg.Client, Name, ""),
-		pods:  informer.Shared[*corev1.Pod](cfg.Informers, "", "pods"),
-		nodes: informer.Shared[*corev1.Node](cfg.Informers, "", "nodes"),
-		vols:  newVolumeState(cfg.Informers)}
+		eventLimit: flowcontrol.NewTokenBucketRateLimiter(cfg.EventQPS, cfg.EventBurst),
+		pods:       informer.Shared[*corev1.Pod](cfg.Informers, "", "pods"),
+		nodes:      informer.Shared[*corev1.Node](cfg.Informers, "", "nodes"),
+		vols:       newVolumeState(cfg.Informers)}
 	st.cfg.Options.Volumes = st.vols.podVolumes
 	return func() actorkit.Actor { return &schedulerActor{st: st} }
 }
@@ -135,7 +150,7 @@ func (a *schedulerActor) run(ctx actorkit.Context) {
 	}
 	actorkit.Go(ctx, "volume waits", a.bindWaiting)
 	for range eventWriters {
-		actorkit.Go(ctx, "event writer", func(run context.Context) { a.drain(run, a.events) })
+		actorkit.Go(ctx, "event writer", a.writeEvents)
 	}
 	actorkit.Go(ctx, "unschedulable timeout", func(run context.Context) {
 		t := time.NewTicker(queue.FlushInterval)

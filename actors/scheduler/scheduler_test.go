@@ -189,3 +189,55 @@ func waitBoundTo(t *testing.T, cp *controlplane.ControlPlane, name, node string)
 		return nil
 	})
 }
+
+// scheduledEvents counts the Scheduled Events written so far.
+func scheduledEvents(t *testing.T, cp *controlplane.ControlPlane) int {
+	evKind, _ := schemas.ByResource("", "v1", "events")
+	evs, _, err := cp.Client.List(context.Background(), evKind, "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range evs {
+		if ev := e.(*corev1.Event); ev.Reason == "Scheduled" && ev.Source.Component == scheduler.Name {
+			n++
+		}
+	}
+	return n
+}
+
+// Events are written at the scheduler's event rate, as kube-scheduler's event client is
+// bound by its QPS and burst: binds run ahead of them, and the backlog writes them all later.
+func TestScheduledEventsAreWrittenAtTheEventRate(t *testing.T) {
+	cp := testutil.StartControlPlane(t, func(c *controlplane.Config) { c.Components = []string{"apiserver"} })
+	addNode(t, cp, node("a", "4"))
+	const pods, qps, burst = 30, 5, 2
+	began := time.Now()
+	if _, err := cp.Actors.Spawn(testScheduler, scheduler.NewActor(scheduler.Config{Informers: cp.Informers, Client: cp.Client,
+		EventQPS: qps, EventBurst: burst})); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods {
+		if _, err := cp.Client.Create(context.Background(), pod(fmt.Sprintf("p%d", i), "10m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if n, _ := boundCount(t, cp); n != pods {
+			return fmt.Errorf("%d of %d bound", n, pods)
+		}
+		return nil
+	})
+	// Counted after the elapsed time is taken: a slow count only lowers the allowance's margin.
+	allowed := burst + int(qps*time.Since(began).Seconds()) + 1
+	if n := scheduledEvents(t, cp); n > allowed {
+		t.Fatalf("%d Scheduled events written %v after the scheduler started, want at most %d (burst %d, %d/s)",
+			n, time.Since(began).Round(time.Millisecond), allowed, burst, qps)
+	}
+	testutil.Eventually(t, 15*time.Second, 50*time.Millisecond, func() error {
+		if n := scheduledEvents(t, cp); n != pods {
+			return fmt.Errorf("%d of %d Scheduled events written", n, pods)
+		}
+		return nil
+	})
+}

@@ -29,11 +29,12 @@ func (a *schedulerActor) loop(ctx context.Context) {
 	}
 }
 
-// Events are written by a few writers of their own from a bounded backlog: a bind never
-// waits for one (they are best-effort, as in Kubernetes, and dropped when the backlog is full).
+// Events are written by a few writers of their own from a bounded backlog at the configured
+// rate: a bind never waits for one (they are best-effort, as in Kubernetes, and dropped when
+// the backlog is full). The backlog holds what client-go's event broadcaster queues.
 const (
 	eventWriters = 4
-	eventBacklog = 4096
+	eventBacklog = 1000
 )
 
 // drain runs the jobs of a binder or event writer, so the loop never waits for the API.
@@ -44,6 +45,21 @@ func (a *schedulerActor) drain(ctx context.Context, jobs <-chan func()) {
 			return
 		case job := <-jobs:
 			job()
+		}
+	}
+}
+
+// writeEvents writes backlogged Events no faster than the scheduler's event rate.
+func (a *schedulerActor) writeEvents(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case write := <-a.events:
+			if a.st.eventLimit.Wait(ctx) != nil {
+				return
+			}
+			write()
 		}
 	}
 }
