@@ -49,6 +49,9 @@ type Controller struct {
 	Receive func(ctx actorkit.Context)
 	Logger  *slog.Logger
 
+	// The fault points' names, made once: they are checked on every event and reconcile.
+	faultEvent, faultReconcile string
+
 	mu      sync.Mutex
 	added   []Watch       // by AddWatch, kept for later incarnations
 	running *actorkit.PID // the current incarnation, nil while none runs
@@ -91,6 +94,7 @@ func (c *Controller) Producer() func() actorkit.Actor {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.faultEvent, c.faultReconcile = FaultEvent(c.Name), FaultReconcile(c.Name)
 	queues.add(c.Name, c.Queue)
 	return func() actorkit.Actor { return &controllerActor{c: c} }
 }
@@ -122,7 +126,7 @@ func (a *controllerActor) deliver(ev *informer.Event) {
 	if !ok {
 		return // sent to a past incarnation: the replay of the current one covers it
 	}
-	actorkit.Fault(FaultEvent(a.c.Name))
+	actorkit.Fault(a.c.faultEvent)
 	ev.To(h)
 }
 
@@ -229,7 +233,7 @@ func (w *worker) reconcile(ctx context.Context, key string) {
 	}()
 	start := time.Now()
 	rctx, span := c.startSpan(ctx, key)
-	actorkit.Fault(FaultReconcile(c.Name))
+	actorkit.Fault(c.faultReconcile)
 	err := c.Reconcile(rctx, key)
 	endSpan(span, err)
 	observeReconcile(c.Name, start, err)
