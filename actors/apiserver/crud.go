@@ -475,6 +475,7 @@ func changed(cur, next runtime.Object) bool {
 // defaulting, admission and validation.
 func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub string, cur, next runtime.Object, wo writeOptions) (runtime.Object, error) {
 	var err error
+	defaulted := false
 	cm, nm := mustMeta(cur), mustMeta(next)
 	if nm.GetName() != "" && nm.GetName() != cm.GetName() {
 		return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", nm.GetName(), cm.GetName())
@@ -487,7 +488,7 @@ func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub s
 		// Only status changes through /status; everything else stays as stored, but for the
 		// managed fields an apply computed.
 		applied := nm.GetManagedFields()
-		if next, err = statusOnto(k, cur, next); err != nil {
+		if next, defaulted, err = statusOnto(k, cur, next); err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
 		if wo.applied {
@@ -510,7 +511,9 @@ func (s *Server) prepareUpdate(ctx context.Context, k *schemas.Kind, verb, sub s
 	if cm.GetDeletionTimestamp() != nil && addsFinalizer(cm.GetFinalizers(), nm.GetFinalizers()) {
 		return nil, invalid(k, cm.GetName(), field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"), "no new finalizers can be added if the object is being deleted")})
 	}
-	schemas.DefaultUpdate(next, cur)
+	if !defaulted {
+		schemas.DefaultUpdate(next, cur)
+	}
 	nm.SetGeneration(cm.GetGeneration())
 	if sub == "" && specChanged(cur, next) {
 		nm.SetGeneration(cm.GetGeneration() + 1)

@@ -122,22 +122,25 @@ func withSection(k *schemas.Kind, dst, src runtime.Object, section string) (runt
 	return fromMap(k, dm)
 }
 
-// statusOnto is what a status write stores: cur with next's status. cur (shared) is copied
-// but for its status; next's status is taken over, not copied (next is the request's own and
-// is dropped after).
-func statusOnto(k *schemas.Kind, cur, next runtime.Object) (runtime.Object, error) {
+// statusOnto is what a status write stores: cur with next's status; defaulted reports that
+// the result needs no defaulting after. For a typed object the result shares everything
+// but its top level and its status with cur (the shared decode: read-only), as nothing after
+// a status write's merge changes it below the top level but for the status: next is
+// defaulted as kube-apiserver defaults a request as it decodes it, and its status taken over
+// (next is the request's own and is dropped after); cur was defaulted when it was written.
+// Other objects get a copy of cur, defaulted whole after.
+func statusOnto(k *schemas.Kind, cur, next runtime.Object) (_ runtime.Object, defaulted bool, _ error) {
 	if _, typed := topField(cur, "status"); !typed || reflect.TypeOf(cur) != reflect.TypeOf(next) {
-		return withSection(k, cur.DeepCopyObject(), next, "status")
+		out, err := withSection(k, cur.DeepCopyObject(), next, "status")
+		return out, false, err
 	}
-	shallow := schemas.TopLevelCopy(cur)
-	sf, _ := topField(shallow, "status")
-	sf.SetZero()
-	out := shallow.DeepCopyObject()
+	schemas.DefaultUpdate(next, cur)
+	out := schemas.TopLevelCopy(cur)
 	of, _ := topField(out, "status")
 	nf, _ := topField(next, "status")
 	of.Set(nf)
 	setTypeMeta(out, k)
-	return out, nil
+	return out, true, nil
 }
 
 // deepCopied copies a field of a typed object by its generated DeepCopy (a PodStatus, not
