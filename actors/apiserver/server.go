@@ -51,10 +51,13 @@ type Options struct {
 	// NodePortRange ("LOW-HIGH") is where nodePorts and healthCheckNodePorts are allocated;
 	// default DefaultNodePortRange.
 	NodePortRange string
-	Mutating      []AdmissionFunc
-	Validating    []AdmissionFunc
-	Now           func() time.Time
-	NodeConn      *nats.Conn // reaches the node agents for pods/log and pods/exec; nil = not served
+	// A status write's or binding's object shares all but its top level and status with the
+	// stored object, which others read: mutating admission may set its fields and change its
+	// status, and must replace, never change in place, the maps and slices below the rest.
+	Mutating   []AdmissionFunc
+	Validating []AdmissionFunc
+	Now        func() time.Time
+	NodeConn   *nats.Conn // reaches the node agents for pods/log and pods/exec; nil = not served
 	// Auth turns on authentication and RBAC (security.go); nil = everyone is system:masters.
 	Auth *Auth
 	// ClientQPS, ClientBurst and ClientInflight are each user's budget (ratelimit.go):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -40,7 +41,10 @@ func (s *Server) bind(ctx context.Context, k *schemas.Kind, ns, name string, bod
 			return nil, casDecided, err
 		}
 		rev := stored.Rev
-		pod := cur.(*corev1.Pod).DeepCopy() // cur is the shared decode: the bind's one copy
+		// cur is the shared decode: the bind changes its spec's node name and its conditions,
+		// so a copy of its top level with conditions of its own is all it needs.
+		pod := schemas.TopLevelCopy(cur).(*corev1.Pod)
+		pod.Status.Conditions = slices.Clone(pod.Status.Conditions)
 		if pod.Spec.NodeName != "" {
 			return nil, casDecided, apierrors.NewConflict(groupResource(k), name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
 		}
