@@ -5,9 +5,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/utils/ptr"
 
 	"github.com/skiff-sh/skiff/schemas"
@@ -76,5 +78,31 @@ func TestWithSectionCopiesTheSection(t *testing.T) {
 	p.Status.Conditions[0].Status = corev1.ConditionFalse
 	if stored.Status.Conditions[0].Status != corev1.ConditionTrue {
 		t.Fatal("writing the result's status changed the stored pod's")
+	}
+}
+
+// A status write keeps the stored spec (shared, not copied, never written) and takes the
+// request's status defaulted, with the stored QoS class when the request has none.
+func TestStatusOntoSharesTheStoredSpecAndDefaultsTheStatus(t *testing.T) {
+	k, _ := schemas.ByResource("", "v1", "pods")
+	stored := benchPod()
+	stored.Status.QOSClass = corev1.PodQOSBurstable
+	pristine := stored.DeepCopy()
+	next := benchPod()
+	next.Spec.Containers[0].Image = "img:2"
+	next.Status = corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	out, defaulted, err := statusOnto(k, stored, next)
+	if err != nil || !defaulted {
+		t.Fatalf("statusOnto: defaulted %v, %v", defaulted, err)
+	}
+	p := out.(*corev1.Pod)
+	if &p.Spec.Containers[0] != &stored.Spec.Containers[0] {
+		t.Fatal("the stored spec was copied, or replaced by the request's")
+	}
+	if p.Status.Phase != corev1.PodPending || p.Status.QOSClass != corev1.PodQOSBurstable || len(p.Status.Conditions) != 1 || p.Kind != "Pod" {
+		t.Fatalf("status not the request's, defaulted, with the stored QoS class: %+v", p.Status)
+	}
+	if !apiequality.Semantic.DeepEqual(stored, pristine) {
+		t.Fatalf("the stored pod changed: %s", diff.Diff(pristine, stored))
 	}
 }
