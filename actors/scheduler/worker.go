@@ -37,7 +37,7 @@ const (
 	eventBacklog = 1000
 )
 
-// drain runs the jobs of a binder or event writer, so the loop never waits for the API.
+// drain runs a binder's jobs, so the loop never waits for the API.
 func (a *schedulerActor) drain(ctx context.Context, jobs <-chan func()) {
 	for {
 		select {
