@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,6 +31,24 @@ func orphanIndex(obj runtime.Object) []string {
 		return nil
 	}
 	return []string{m.GetNamespace()}
+}
+
+// IndexReadyPods files the pods that are active and Ready under their controller's UID: how
+// many of an owner's pods are ready is then a count (informer.IndexLen), not a walk over them.
+const IndexReadyPods = "ready-pods-by-controller"
+
+func readyPodIndex(obj runtime.Object) []string {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || !IsPodActive(p) || !IsPodReady(p) {
+		return nil
+	}
+	return informer.ControllerUIDIndex(p)
+}
+
+// IndexReadyOwned adds IndexReadyPods to a pod informer (shared; adding twice is a no-op).
+func IndexReadyOwned(inf *informer.Informer) *informer.Informer {
+	inf.AddIndexer(IndexReadyPods, readyPodIndex)
+	return inf
 }
 
 // IndexOwners adds the controller-UID and orphan indexes to inf (shared; adding twice is a

@@ -45,7 +45,7 @@ func New(cfg Config) func() actorkit.Actor {
 	c := &controller{
 		client: cfg.Client,
 		rss:    cfg.Informers.For("apps", "replicasets"),
-		pods:   controllerkit.IndexOwners(cfg.Informers.For("", "pods")),
+		pods:   controllerkit.IndexReadyOwned(controllerkit.IndexOwners(cfg.Informers.For("", "pods"))),
 		queue:  &controllerkit.Queue{},
 		exp:    controllerkit.NewExpectations(),
 		rec:    events.New(cfg.Client, Name, ""),

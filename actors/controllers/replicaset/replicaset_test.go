@@ -287,3 +287,53 @@ func TestFullyLabeledCountsTemplateLabelsBeyondTheSelector(t *testing.T) {
 		return nil
 	})
 }
+
+// setReady writes a pod's status as a kubelet would: Running, with the Ready condition given.
+func setReady(t *testing.T, cp *controlplane.ControlPlane, p *corev1.Pod, ready corev1.ConditionStatus) {
+	t.Helper()
+	ct.Wait(t, func() error {
+		cur := ct.Get[*corev1.Pod](t, cp, "", "pods", p.Namespace, p.Name)
+		cur.Status.Phase = corev1.PodRunning
+		cur.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()}}
+		_, err := cp.Client.UpdateStatus(context.Background(), cur)
+		return err
+	})
+}
+
+// The ready and available counts follow each pod's readiness, both ways: a Deployment-style
+// ReplicaSet (the selector holds every template label, minReadySeconds 0) counts them from the
+// ready-pods index instead of walking its pods.
+func TestReadyCountFollowsEachPodsReadiness(t *testing.T) {
+	cp := ct.Start(t)
+	ct.Spawn(t, cp, "replicaset", replicaset.New(replicaset.Config{Informers: cp.Informers, Client: cp.Client}))
+	ctx := ct.Ctx(t)
+	if _, err := cp.Client.Create(ctx, ct.ReplicaSet("web", "web", 3)); err != nil {
+		t.Fatal(err)
+	}
+	var pods []*corev1.Pod
+	ct.Wait(t, func() error {
+		if pods = ct.Active(ct.ListPods(t, cp, "default", "app=web")); len(pods) != 3 {
+			return ct.Errorf("%d pods, want 3", len(pods))
+		}
+		return nil
+	})
+	want := func(ready int32) {
+		t.Helper()
+		ct.Wait(t, func() error {
+			s := ct.Get[*appsv1.ReplicaSet](t, cp, "apps", "replicasets", "default", "web").Status
+			if s.Replicas != 3 || s.ReadyReplicas != ready || s.AvailableReplicas != ready || s.FullyLabeledReplicas != 3 {
+				return ct.Errorf("status %+v, want 3 replicas, %d ready and available", s, ready)
+			}
+			return nil
+		})
+	}
+	want(0)
+	for _, p := range pods {
+		setReady(t, cp, p, corev1.ConditionTrue)
+	}
+	want(3)
+	setReady(t, cp, pods[1], corev1.ConditionFalse)
+	want(2)
+	setReady(t, cp, pods[1], corev1.ConditionTrue)
+	want(3)
+}

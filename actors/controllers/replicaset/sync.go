@@ -27,11 +27,14 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	candidates := controllerkit.ClaimCandidates(c.pods, rs).Filter(func(o runtime.Object) bool { return controllerkit.IsPodActive(o.(*corev1.Pod)) })
 	claimed, claimErr := controllerkit.Claim(ctx, c.client, rs, gvk, sel, candidates, true)
 	owned := controllerkit.Pods(claimed)
+	// With no orphan to adopt and every controlled pod kept, the owned pods are the active
+	// ones the ReplicaSet controls: those the ready-pods index counts.
+	ownsControlled := len(candidates.Orphans) == 0 && len(claimed) == len(candidates.Controlled)
 	var manageErr error
 	if satisfied && rs.DeletionTimestamp == nil {
 		manageErr = c.manage(ctx, rs, key, owned)
 	}
-	statusErr := c.updateStatus(ctx, rs, key, owned, manageErr)
+	statusErr := c.updateStatus(ctx, rs, key, owned, ownsControlled, manageErr)
 	return errors.Join(claimErr, manageErr, statusErr)
 }
 
@@ -140,7 +143,7 @@ func deleteFirst(a, b *corev1.Pod) bool {
 // updateStatus reports the owned pods. observedGeneration only advances when no creates or
 // deletes are in flight, so a reader (the Deployment controller) that sees
 // observedGeneration == generation knows the counts reflect the current spec.
-func (c *controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, key string, owned []*corev1.Pod, manageErr error) error {
+func (c *controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, key string, owned []*corev1.Pod, ownsControlled bool, manageErr error) error {
 	now := c.now()
 	st := appsv1.ReplicaSetStatus{
 		Replicas:           int32(len(owned)),
@@ -155,6 +158,32 @@ func (c *controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, ke
 	// Deployment's ReplicaSets), it is fully labeled without looking at its labels again.
 	selectorHasTemplate := rs.Spec.Selector != nil && tmpl.Matches(labels.Set(rs.Spec.Selector.MatchLabels))
 	var nextAvailable time.Duration
+	if ownsControlled && selectorHasTemplate && rs.Spec.MinReadySeconds == 0 {
+		// Counted, not walked: a 30,000-pod ReplicaSet's sync would otherwise read every pod's
+		// conditions. The index is read a moment after the owned pods were: it may count a pod
+		// that became ready since (as the next sync would), never more pods than are owned.
+		st.FullyLabeledReplicas = int32(len(owned))
+		ready := int32(min(c.pods.IndexLen(controllerkit.IndexReadyPods, string(rs.UID)), len(owned)))
+		st.ReadyReplicas, st.AvailableReplicas = ready, ready // available once ready, with minReadySeconds 0
+	} else {
+		nextAvailable = walkStatus(rs, owned, tmpl, selectorHasTemplate, now, &st)
+	}
+	st.Conditions = failureCondition(st.Conditions, manageErr, len(owned) < replicas(rs), now)
+	if nextAvailable > 0 {
+		c.queue.AddAfter(key, nextAvailable)
+	}
+	if apiequality.Semantic.DeepEqual(st, rs.Status) {
+		return nil
+	}
+	next := rs.DeepCopy()
+	next.Status = st
+	_, err := c.client.UpdateStatus(ctx, next)
+	return err
+}
+
+// walkStatus counts the owned pods that are fully labeled, ready and available into st, and
+// says when the next ready one becomes available (0: none waits for minReadySeconds).
+func walkStatus(rs *appsv1.ReplicaSet, owned []*corev1.Pod, tmpl labels.Selector, selectorHasTemplate bool, now time.Time, st *appsv1.ReplicaSetStatus) (nextAvailable time.Duration) {
 	for _, p := range owned {
 		if selectorHasTemplate || tmpl.Matches(labels.Set(p.Labels)) {
 			st.FullyLabeledReplicas++
@@ -171,17 +200,7 @@ func (c *controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, ke
 			}
 		}
 	}
-	st.Conditions = failureCondition(st.Conditions, manageErr, len(owned) < replicas(rs), now)
-	if nextAvailable > 0 {
-		c.queue.AddAfter(key, nextAvailable)
-	}
-	if apiequality.Semantic.DeepEqual(st, rs.Status) {
-		return nil
-	}
-	next := rs.DeepCopy()
-	next.Status = st
-	_, err := c.client.UpdateStatus(ctx, next)
-	return err
+	return nextAvailable
 }
 
 // failureCondition sets ReplicaFailure while creating or deleting fails, and clears it after.
