@@ -96,7 +96,14 @@ func (c *controller) wakeAt(key string, t time.Time) {
 	if old := c.timers[key]; old != nil {
 		old.Stop()
 	}
-	c.timers[key] = c.clock.AfterFunc(max(d, 0), func() { c.queue.Add(key) })
+	if d <= 0 {
+		// Due already (the clock moved on while the sync ran): enqueued now, not on a timer,
+		// which a test's fake clock would fire only when it is stepped again.
+		delete(c.timers, key)
+		c.queue.Add(key)
+		return
+	}
+	c.timers[key] = c.clock.AfterFunc(d, func() { c.queue.Add(key) })
 }
 
 func (c *controller) stopTimer(key string) {
