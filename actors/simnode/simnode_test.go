@@ -48,6 +48,11 @@ func TestRegistersNodesRenewsLeasesAndRunsPods(t *testing.T) {
 		}
 		return l
 	}
+	// The lease is created after the node registers: a node may be seen first.
+	ct.Wait(t, func() error {
+		_, err := ct.TryGet[*coordv1.Lease](cp, "coordination.k8s.io", "leases", simnode.LeaseNamespace, "kw-0")
+		return err
+	})
 	first := lease()
 	if *first.Spec.HolderIdentity != "kw-0" || *first.Spec.LeaseDurationSeconds != 40 {
 		t.Fatalf("lease %+v", first.Spec)
