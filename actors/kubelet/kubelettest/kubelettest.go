@@ -12,9 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	kruntime "github.com/skiff-sh/skiff/actors/kubelet/runtime"
@@ -151,19 +148,6 @@ func BuildImage(dir string) error {
 	return err
 }
 
-// killAll kills the processes of one cgroup directory.
-func killAll(dir string) {
-	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return
-	}
-	for _, f := range strings.Fields(string(procs)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -183,7 +167,7 @@ func removeCgroups(namespace string) {
 			return nil
 		})
 		for i := len(all) - 1; i >= 0; i-- { // children first
-			killAll(all[i])
+			kruntime.KillCgroupProcs(all[i])
 			for try := 0; os.Remove(all[i]) != nil && try < 20; try++ {
 				time.Sleep(50 * time.Millisecond) // the killed exiting
 			}

@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
@@ -97,8 +100,25 @@ func (r *Runtime) removeCgroupTree(rel string) error {
 	return errors.Join(errs...)
 }
 
+// KillCgroupProcs kills every process in one cgroup directory.
+func KillCgroupProcs(dir string) {
+	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(procs)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
 // rmdirTree removes a cgroup directory bottom-up (cgroupfs allows only
-// rmdir of empty groups, never unlink of their files).
+// rmdir of empty groups, never unlink of their files). A process still in
+// a group is killed first, as the kubelet kills what is left in a pod's
+// cgroup before destroying it (a container that started while its pod was
+// torn down would keep the group busy); the group goes once it has exited,
+// on this call or the next.
 func rmdirTree(dir string) error {
 	var dirs []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -117,6 +137,9 @@ func rmdirTree(dir string) error {
 		return err
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+	for _, d := range dirs {
+		KillCgroupProcs(d)
+	}
 	for _, d := range dirs {
 		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err

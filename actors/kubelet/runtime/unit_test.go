@@ -3,14 +3,19 @@ package runtime
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/containerd/containerd/v2/pkg/identifiers"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/skiff-sh/skiff/testkit/needs"
 )
 
 func TestLimitsFor(t *testing.T) {
@@ -177,4 +182,52 @@ func TestPodResourcesFor(t *testing.T) {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// A process left in a pod's cgroup (a container started while its pod was torn down) is
+// killed, so the group can go.
+func TestRmdirTreeKillsWhatIsLeftInTheGroup(t *testing.T) {
+	root := filepath.Join(cgroupRoot, "pids")
+	if os.Geteuid() != 0 || !fileExistsAt(root) {
+		needs.Skip(t, "needs root and the cgroup v1 pids hierarchy")
+	}
+	dir := filepath.Join(root, "skiff-rmdir-test-"+strconv.Itoa(os.Getpid()), "pod1", "c1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rmdirTree(filepath.Dir(filepath.Dir(dir))) })
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	tree := filepath.Dir(dir)
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err = rmdirTree(tree); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("the group stays: %v", err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the process in the group was not killed")
+	}
+	if fileExistsAt(tree) {
+		t.Fatal("the group's directory is still there")
+	}
+}
+
+func fileExistsAt(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
