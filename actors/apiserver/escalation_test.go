@@ -49,7 +49,16 @@ func grantedEventually(t *testing.T, a secureAPI, method, path, body string, wan
 func escalationRefused(t *testing.T, cp *controlplane.ControlPlane, a secureAPI, path, body, prefix string, missing ...string) {
 	t.Helper()
 	before := cp.Log.Rev()
-	code, out, _ := a.do("POST", path, body)
+	var code int
+	var out map[string]any
+	// The check resolves the role a binding names from the authorizer's cache, which may not
+	// hold a role written a moment ago yet (404, nothing written): asked again until it does.
+	testutil.Eventually(t, 5*time.Second, 10*time.Millisecond, func() error {
+		if code, out, _ = a.do("POST", path, body); code == http.StatusNotFound {
+			return fmt.Errorf("POST %s as %s: %d %v", path, a.token, code, out["message"])
+		}
+		return nil
+	})
 	msg := fmt.Sprint(out["message"])
 	want := prefix + ` is forbidden: user "` + strings.TrimSuffix(a.token, "-token") + `" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:` + "\n" + strings.Join(missing, "\n")
 	if code != http.StatusForbidden || msg != want {
