@@ -150,7 +150,7 @@ func (a *schedulerActor) run(ctx actorkit.Context) {
 	}
 	actorkit.Go(ctx, "volume waits", a.bindWaiting)
 	for range eventWriters {
-		actorkit.Go(ctx, "event writer", a.writeEvents)
+		actorkit.Go(ctx, "event writer", func(run context.Context) { a.drain(run, a.events) })
 	}
 	actorkit.Go(ctx, "unschedulable timeout", func(run context.Context) {
 		t := time.NewTicker(queue.FlushInterval)

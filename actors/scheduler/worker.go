@@ -37,7 +37,7 @@ const (
 	eventBacklog = 1000
 )
 
-// drain runs a binder's jobs, so the loop never waits for the API.
+// drain runs the jobs of a binder or event writer, so the loop never waits for the API.
 func (a *schedulerActor) drain(ctx context.Context, jobs <-chan func()) {
 	for {
 		select {
@@ -49,25 +49,15 @@ func (a *schedulerActor) drain(ctx context.Context, jobs <-chan func()) {
 	}
 }
 
-// writeEvents writes backlogged Events no faster than the scheduler's event rate.
-func (a *schedulerActor) writeEvents(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case write := <-a.events:
-			if a.st.eventLimit.Wait(ctx) != nil {
-				return
-			}
-			write()
-		}
-	}
-}
-
 // event records an Event about pod unless the backlog is full.
 func (a *schedulerActor) event(ctx context.Context, pod *corev1.Pod, eventType, reason, format string, args ...any) {
 	select {
-	case a.events <- func() { a.st.recorder.Eventf(ctx, pod, eventType, reason, format, args...) }:
+	case a.events <- func() {
+		// Written no faster than the scheduler's event rate, by whichever writer takes it.
+		if a.st.eventLimit.Wait(ctx) == nil {
+			a.st.recorder.Eventf(ctx, pod, eventType, reason, format, args...)
+		}
+	}:
 	default:
 		droppedEvents.Inc()
 	}
