@@ -154,23 +154,9 @@ func fileExists(p string) bool {
 }
 
 // removeCgroups kills what is left in the namespace's cgroups and drops their directories,
-// v1 and v2 layouts.
+// v1 and v2 layouts, waiting a little for the killed to exit.
 func removeCgroups(namespace string) {
-	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", namespace))
-	dirs = append(dirs, filepath.Join("/sys/fs/cgroup", namespace))
-	for _, d := range dirs {
-		var all []string
-		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-			if err == nil && e.IsDir() {
-				all = append(all, p)
-			}
-			return nil
-		})
-		for i := len(all) - 1; i >= 0; i-- { // children first
-			kruntime.KillCgroupProcs(all[i])
-			for try := 0; os.Remove(all[i]) != nil && try < 20; try++ {
-				time.Sleep(50 * time.Millisecond) // the killed exiting
-			}
-		}
+	for try := 0; kruntime.RemoveCgroupTree("/"+namespace) != nil && try < 20; try++ {
+		time.Sleep(50 * time.Millisecond) // the killed exiting
 	}
 }

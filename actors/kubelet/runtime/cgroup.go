@@ -77,20 +77,35 @@ func (r *Runtime) removePodCgroups(podUID string) error {
 }
 
 func (r *Runtime) removeCgroupTree(rel string) error {
-	var roots []string
 	if r.cgroupV2 {
-		roots = []string{cgroupRoot}
-	} else {
-		entries, err := os.ReadDir(cgroupRoot)
-		if err != nil {
-			return nil // no cgroupfs: nothing was created
-		}
-		for _, e := range entries {
-			if e.IsDir() {
-				roots = append(roots, filepath.Join(cgroupRoot, e.Name()))
-			}
+		return removeTrees([]string{cgroupRoot}, rel)
+	}
+	return removeTrees(v1Mounts(), rel)
+}
+
+// RemoveCgroupTree kills what is left in the cgroup rel and removes it from whichever layout
+// holds it (the unified hierarchy, or every v1 controller's mount), for a sweep that has no
+// Runtime to know the layout: a test harness cleaning up after its nodes.
+func RemoveCgroupTree(rel string) error {
+	return removeTrees(append(v1Mounts(), cgroupRoot), rel)
+}
+
+// v1Mounts are the directories under the cgroup root: each v1 controller's mount.
+func v1Mounts() []string {
+	entries, err := os.ReadDir(cgroupRoot)
+	if err != nil {
+		return nil // no cgroupfs: nothing was created
+	}
+	var roots []string
+	for _, e := range entries {
+		if e.IsDir() {
+			roots = append(roots, filepath.Join(cgroupRoot, e.Name()))
 		}
 	}
+	return roots
+}
+
+func removeTrees(roots []string, rel string) error {
 	var errs []error
 	for _, root := range roots {
 		if err := rmdirTree(filepath.Join(root, rel)); err != nil {
@@ -100,8 +115,8 @@ func (r *Runtime) removeCgroupTree(rel string) error {
 	return errors.Join(errs...)
 }
 
-// KillCgroupProcs kills every process in one cgroup directory.
-func KillCgroupProcs(dir string) {
+// killCgroupProcs kills every process in one cgroup directory.
+func killCgroupProcs(dir string) {
 	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return
@@ -138,7 +153,7 @@ func rmdirTree(dir string) error {
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
 	for _, d := range dirs {
-		KillCgroupProcs(d)
+		killCgroupProcs(d)
 	}
 	for _, d := range dirs {
 		if err := os.Remove(d); err != nil && !errors.Is(err, os.ErrNotExist) {
