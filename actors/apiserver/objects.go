@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,11 +133,6 @@ func statusOnto(k *schemas.Kind, cur, next runtime.Object) (_ runtime.Object, de
 	if _, typed := topField(cur, "status"); !typed || reflect.TypeOf(cur) != reflect.TypeOf(next) {
 		out, err := withSection(k, cur.DeepCopyObject(), next, "status")
 		return out, false, err
-	}
-	// As kube's pod status strategy: the QoS class is set at creation, a write without one
-	// keeps it.
-	if p, ok := next.(*corev1.Pod); ok && p.Status.QOSClass == "" {
-		p.Status.QOSClass = cur.(*corev1.Pod).Status.QOSClass
 	}
 	schemas.DefaultUpdate(next, cur)
 	out := schemas.TopLevelCopy(cur)

@@ -6,12 +6,20 @@ import (
 )
 
 // Update copies server-assigned values that a full replacement (PUT) may leave out from oldObj
-// into newObj, then defaults newObj. Without it, a PUT of a Service written without clusterIP
-// would look like an attempt to change the allocated IP.
+// into newObj (a Service's allocations, a pod's QoS class), then defaults newObj. Without it, a
+// PUT of a Service written without clusterIP would look like an attempt to change the allocated
+// IP.
 func Update(newObj, oldObj runtime.Object) {
-	if n, ok := newObj.(*corev1.Service); ok {
+	switch n := newObj.(type) {
+	case *corev1.Service:
 		if o, ok := oldObj.(*corev1.Service); ok {
 			serviceAllocated(n, o)
+		}
+	case *corev1.Pod:
+		// As kube's pod status strategy: the QoS class is set at creation, a write without
+		// one keeps it.
+		if o, ok := oldObj.(*corev1.Pod); ok && n.Status.QOSClass == "" {
+			n.Status.QOSClass = o.Status.QOSClass
 		}
 	}
 	Default(newObj)
